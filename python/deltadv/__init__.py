@@ -1,0 +1,31 @@
+"""deltadv: Delta Lake deletion vectors for Python and PySpark, on a Rust core.
+
+The main types:
+
+* :class:`DeletionVector` - a set of deleted row indexes (64-bit roaring bitmap).
+* :class:`DeletionVectorDescriptor` - the ``deletionVector`` field of a log action.
+* :func:`z85_encode` / :func:`z85_decode` - Z85 exactly as Delta uses it.
+
+Errors derive from :class:`DeltaDVError`; corrupt DV bytes raise
+:class:`CorruptDeletionVectorError`; bad arguments raise :class:`ValueError`.
+"""
+
+from deltadv._core import (
+    CorruptDeletionVectorError,
+    DeletionVector,
+    DeletionVectorDescriptor,
+    DeltaDVError,
+    __version__,
+    z85_decode,
+    z85_encode,
+)
+
+__all__ = [
+    "CorruptDeletionVectorError",
+    "DeletionVector",
+    "DeletionVectorDescriptor",
+    "DeltaDVError",
+    "__version__",
+    "z85_decode",
+    "z85_encode",
+]

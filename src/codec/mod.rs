@@ -1,0 +1,2 @@
+//! Text codecs used by the Delta log.
+pub mod z85;

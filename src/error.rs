@@ -1,0 +1,132 @@
+//! The crate's single error type.
+//!
+//! Every variant carries enough context to act on: which file (or "inline
+//! deletion vector"), at which byte offset, what was expected and what was found.
+
+use std::fmt;
+
+/// Where corrupt bytes were found: a file (with the byte offset of the DV inside
+/// it) or an inline descriptor, or bytes handed to us directly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Bytes passed in directly (e.g. `DeletionVector.deserialize`).
+    Bytes,
+    /// An inline (`i`) descriptor's payload.
+    Inline,
+    /// A DV file, and the offset of the DV's size field within it.
+    File { path: String, dv_offset: u64 },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Bytes => write!(f, "deletion vector bytes"),
+            Location::Inline => write!(f, "inline deletion vector"),
+            Location::File { path, dv_offset } => {
+                write!(f, "deletion vector file {path} (DV at offset {dv_offset})")
+            }
+        }
+    }
+}
+
+/// Errors raised by deltadv.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The bytes of a deletion vector (bitmap, DV file framing, checksum,
+    /// cardinality) do not match what the format or the descriptor requires.
+    #[error("corrupt {location}: {what} at byte {offset}: expected {expected}, found {actual}")]
+    CorruptDeletionVector {
+        location: Location,
+        /// Byte offset of the problem, relative to the start of the file for
+        /// `Location::File`, to the start of the bitmap bytes otherwise.
+        offset: u64,
+        what: &'static str,
+        expected: String,
+        actual: String,
+    },
+
+    /// A Z85 string that cannot be decoded.
+    #[error("invalid Z85 at character {position}: {reason}")]
+    InvalidZ85 { position: usize, reason: String },
+
+    /// A deletion vector descriptor that breaks the protocol's rules.
+    #[error("invalid deletion vector descriptor: {0}")]
+    InvalidDescriptor(String),
+
+    /// A bad argument from the caller (negative row index, out-of-range value …).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A file that does not exist.
+    #[error("file not found: {path}")]
+    NotFound { path: String },
+
+    /// Any other I/O failure, with the path it happened on.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// JSON that cannot be parsed into the expected shape.
+    #[error("invalid JSON in {context}: {source}")]
+    Json {
+        context: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Shorthand for a [`Error::CorruptDeletionVector`] at `offset` in plain bytes.
+    pub(crate) fn corrupt(
+        offset: u64,
+        what: &'static str,
+        expected: impl fmt::Display,
+        actual: impl fmt::Display,
+    ) -> Self {
+        Error::CorruptDeletionVector {
+            location: Location::Bytes,
+            offset,
+            what,
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        }
+    }
+
+    /// Re-anchor a corruption error found in a sub-slice: set its location and
+    /// shift its offset by `base` (the slice's position within that location).
+    /// Other errors pass through unchanged.
+    pub(crate) fn relocate(self, location: &Location, base: u64) -> Self {
+        match self {
+            Error::CorruptDeletionVector {
+                offset,
+                what,
+                expected,
+                actual,
+                ..
+            } => Error::CorruptDeletionVector {
+                location: location.clone(),
+                offset: offset.saturating_add(base),
+                what,
+                expected,
+                actual,
+            },
+            Error::InvalidZ85 { position, reason } if *location == Location::Inline => {
+                Error::CorruptDeletionVector {
+                    location: Location::Inline,
+                    offset: position as u64,
+                    what: "Z85 character",
+                    expected: "a valid Z85 group".to_string(),
+                    actual: reason,
+                }
+            }
+            other => other,
+        }
+    }
+}

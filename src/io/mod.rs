@@ -1,0 +1,3 @@
+//! Storage access. The only module that touches the file system (and, later,
+//! object stores).
+pub mod local;

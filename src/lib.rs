@@ -1,0 +1,39 @@
+//! # deltadv
+//!
+//! Delta Lake deletion vectors (DVs) on a Rust core.
+//!
+//! | module              | what it does                                                 | I/O |
+//! |---------------------|--------------------------------------------------------------|-----|
+//! | [`codec::z85`]      | Z85 exactly as Delta uses it                                  | no  |
+//! | [`format::bitmap`]  | RoaringBitmapArray bytes ⇄ `RoaringTreemap` (checked decode)  | no  |
+//! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
+//! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
+//! | [`io`]              | the only module that reads storage                            | yes |
+//! | [`dv`]              | load a descriptor's bitmap (io + format)                      | yes |
+//!
+//! | feature  | effect                                                       |
+//! |----------|--------------------------------------------------------------|
+//! | `python` | PyO3 bindings, the `deltadv._core` extension module           |
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod codec;
+pub mod dv;
+pub mod error;
+pub mod format;
+pub mod io;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, Location, Result};
+pub use format::descriptor::{DeletionVectorDescriptor, StorageType};
+pub use format::file::{DvFileWriter, DvSlot};
+pub use roaring::RoaringTreemap;

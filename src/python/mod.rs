@@ -1,0 +1,419 @@
+//! PyO3 bindings (feature `python`): type conversion, GIL release and error
+//! mapping only. All logic lives in the pure Rust modules.
+
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyRange};
+use roaring::RoaringTreemap;
+
+use crate::codec::z85;
+use crate::dv;
+use crate::error::Error;
+use crate::format::bitmap;
+use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
+
+create_exception!(
+    deltadv,
+    DeltaDVError,
+    PyException,
+    "Base class of deltadv's errors."
+);
+create_exception!(
+    deltadv,
+    CorruptDeletionVectorError,
+    DeltaDVError,
+    "Deletion vector bytes that do not match the format or their descriptor."
+);
+
+/// Map a Rust error to the Python exception a user expects.
+fn to_py(err: Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        Error::CorruptDeletionVector { .. } => CorruptDeletionVectorError::new_err(message),
+        Error::InvalidZ85 { .. } | Error::InvalidDescriptor(_) | Error::InvalidArgument(_) => {
+            PyValueError::new_err(message)
+        }
+        Error::Json { .. } => PyValueError::new_err(message),
+        Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
+        Error::Io { .. } => PyOSError::new_err(message),
+    }
+}
+
+/// Row indexes from any supported Python object.
+fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreemap> {
+    if let Ok(dv) = obj.cast::<DeletionVector>() {
+        return Ok(dv.get().map.clone());
+    }
+    if let Ok(range) = obj.cast::<PyRange>() {
+        let (start, stop, step): (i64, i64, i64) = (
+            range.getattr("start")?.extract()?,
+            range.getattr("stop")?.extract()?,
+            range.getattr("step")?.extract()?,
+        );
+        if step == 1 {
+            if start >= stop {
+                return Ok(RoaringTreemap::new());
+            }
+            if start < 0 {
+                return Err(PyValueError::new_err(format!(
+                    "row indexes must be >= 0, found {start}"
+                )));
+            }
+            let mut map = RoaringTreemap::new();
+            map.insert_range(start as u64..stop as u64);
+            return Ok(map);
+        }
+    }
+    // numpy arrays (and anything exposing to_numpy, e.g. pyarrow arrays).
+    let array = if obj.hasattr("__array_interface__")? {
+        Some(obj.clone())
+    } else if obj.hasattr("to_numpy")? {
+        Some(obj.call_method1("to_numpy", ())?)
+    } else {
+        None
+    };
+    if let Some(array) = array {
+        if let Ok(a) = array.extract::<PyReadonlyArray1<'_, u64>>() {
+            return Ok(sorted_or_not(a.as_slice().ok(), || {
+                a.to_vec().unwrap_or_default()
+            }));
+        }
+        let np = obj.py().import("numpy")?;
+        let signed = np.call_method1("asarray", (&array,))?;
+        let kind: String = signed.getattr("dtype")?.getattr("kind")?.extract()?;
+        if kind != "i" && kind != "u" {
+            return Err(PyValueError::new_err(format!(
+                "row indexes must be integers, found an array of dtype kind {kind:?}"
+            )));
+        }
+        let as_i64 = signed.call_method1("astype", ("int64",))?;
+        let a = as_i64.extract::<PyReadonlyArray1<'_, i64>>()?;
+        return rows_from_signed(a.as_slice().unwrap_or(&a.to_vec().unwrap_or_default()));
+    }
+    let mut values: Vec<i64> = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        let v: i64 = item.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "row indexes must be non-negative integers, found {}",
+                item.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        values.push(v);
+    }
+    rows_from_signed(&values)
+}
+
+fn sorted_or_not(slice: Option<&[u64]>, fallback: impl FnOnce() -> Vec<u64>) -> RoaringTreemap {
+    let owned;
+    let values = match slice {
+        Some(s) => s,
+        None => {
+            owned = fallback();
+            &owned
+        }
+    };
+    if values.windows(2).all(|w| w[0] < w[1]) {
+        RoaringTreemap::from_sorted_iter(values.iter().copied()).unwrap_or_default()
+    } else {
+        values.iter().copied().collect()
+    }
+}
+
+fn rows_from_signed(values: &[i64]) -> PyResult<RoaringTreemap> {
+    if let Some(bad) = values.iter().find(|v| **v < 0) {
+        return Err(PyValueError::new_err(format!(
+            "row indexes must be >= 0, found {bad}"
+        )));
+    }
+    let unsigned: Vec<u64> = values.iter().map(|v| *v as u64).collect();
+    Ok(sorted_or_not(Some(&unsigned), Vec::new))
+}
+
+/// A set of deleted row indexes (a 64-bit roaring bitmap).
+#[pyclass(module = "deltadv._core", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct DeletionVector {
+    map: RoaringTreemap,
+}
+
+#[pymethods]
+impl DeletionVector {
+    #[new]
+    #[pyo3(signature = (rows=None))]
+    fn new(rows: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let map = match rows {
+            Some(obj) => rows_from_object(obj)?,
+            None => RoaringTreemap::new(),
+        };
+        bitmap::check_writable(&map).map_err(to_py)?;
+        Ok(DeletionVector { map })
+    }
+
+    /// Number of deleted rows.
+    #[getter]
+    fn cardinality(&self) -> u64 {
+        self.map.len()
+    }
+
+    fn __len__(&self) -> usize {
+        self.map.len() as usize
+    }
+
+    fn __contains__(&self, row: &Bound<'_, PyAny>) -> bool {
+        row.extract::<u64>().is_ok_and(|r| self.map.contains(r))
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> RowIterator {
+        RowIterator {
+            inner: std::sync::Mutex::new(slf.map.clone().into_iter()),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let head: Vec<String> = self.map.iter().take(8).map(|r| r.to_string()).collect();
+        let more = if self.map.len() > 8 { ", ..." } else { "" };
+        format!(
+            "DeletionVector(cardinality={}, rows=[{}{more}])",
+            self.map.len(),
+            head.join(", ")
+        )
+    }
+
+    fn __bool__(&self) -> bool {
+        !self.map.is_empty()
+    }
+
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let cls = py.get_type::<DeletionVector>().getattr("deserialize")?;
+        Ok((cls, (self.serialize(py)?,)))
+    }
+
+    /// Smallest and largest deleted row (None when empty).
+    fn min(&self) -> Option<u64> {
+        self.map.min()
+    }
+    fn max(&self) -> Option<u64> {
+        self.map.max()
+    }
+
+    /// All row indexes, ascending, as a uint64 numpy array.
+    fn to_numpy<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+        let rows: Vec<u64> = py.detach(|| {
+            let mut v = Vec::with_capacity(self.map.len() as usize);
+            v.extend(self.map.iter());
+            v
+        });
+        PyArray1::from_vec(py, rows)
+    }
+
+    /// Rows in either set.
+    fn union(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let other = rows_from_object(other)?;
+        Ok(DeletionVector {
+            map: &self.map | &other,
+        })
+    }
+
+    /// Rows in this set and not in `other`.
+    fn difference(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let other = rows_from_object(other)?;
+        Ok(DeletionVector {
+            map: &self.map - &other,
+        })
+    }
+
+    /// Rows in both sets.
+    fn intersection(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let other = rows_from_object(other)?;
+        Ok(DeletionVector {
+            map: &self.map & &other,
+        })
+    }
+
+    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.union(other)
+    }
+    fn __sub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.difference(other)
+    }
+    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.intersection(other)
+    }
+
+    /// The RoaringBitmapArray bytes (portable layout, with magic).
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| bitmap::serialize(&self.map)).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Parse RoaringBitmapArray bytes (portable or the older native layout).
+    #[staticmethod]
+    fn deserialize(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let map = py.detach(|| bitmap::deserialize(data)).map_err(to_py)?;
+        Ok(DeletionVector { map })
+    }
+
+    /// An inline (`i`) descriptor holding this set.
+    fn to_inline_descriptor(&self) -> PyResult<DeletionVectorDescriptor> {
+        let inner = RsDescriptor::inline(&self.map).map_err(to_py)?;
+        Ok(DeletionVectorDescriptor { inner })
+    }
+}
+
+/// Iterator over a DeletionVector's rows, ascending.
+#[pyclass(module = "deltadv._core")]
+pub struct RowIterator {
+    inner: std::sync::Mutex<roaring::treemap::IntoIter>,
+}
+
+#[pymethods]
+impl RowIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+    fn __next__(&self) -> Option<u64> {
+        self.inner.lock().ok()?.next()
+    }
+}
+
+/// The `deletionVector` field of an add or remove action.
+#[pyclass(module = "deltadv._core", frozen, eq, hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct DeletionVectorDescriptor {
+    inner: RsDescriptor,
+}
+
+#[pymethods]
+impl DeletionVectorDescriptor {
+    #[new]
+    #[pyo3(signature = (storage_type, path_or_inline_dv, size_in_bytes, cardinality, offset=None))]
+    fn new(
+        storage_type: &str,
+        path_or_inline_dv: String,
+        size_in_bytes: i64,
+        cardinality: i64,
+        offset: Option<i64>,
+    ) -> PyResult<Self> {
+        let inner = RsDescriptor::try_new(
+            storage_type,
+            path_or_inline_dv,
+            offset,
+            size_in_bytes,
+            cardinality,
+        )
+        .map_err(to_py)?;
+        Ok(DeletionVectorDescriptor { inner })
+    }
+
+    /// Build from the JSON object of a log action (a dict, or its JSON text).
+    #[staticmethod]
+    fn from_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let text: String = if let Ok(s) = value.extract::<String>() {
+            s
+        } else {
+            py.import("json")?
+                .call_method1("dumps", (value,))?
+                .extract()?
+        };
+        let inner = RsDescriptor::from_json(&text).map_err(to_py)?;
+        Ok(DeletionVectorDescriptor { inner })
+    }
+
+    /// The JSON object for a log action, as a dict.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let text = self.inner.to_json();
+        py.import("json")?
+            .call_method1("loads", (text,))?
+            .cast_into::<PyDict>()
+            .map_err(Into::into)
+    }
+
+    #[getter]
+    fn storage_type(&self) -> &'static str {
+        self.inner.storage_type().code()
+    }
+    #[getter]
+    fn path_or_inline_dv(&self) -> &str {
+        self.inner.path_or_inline_dv()
+    }
+    #[getter]
+    fn offset(&self) -> Option<u32> {
+        self.inner.offset()
+    }
+    #[getter]
+    fn size_in_bytes(&self) -> u32 {
+        self.inner.size_in_bytes()
+    }
+    #[getter]
+    fn cardinality(&self) -> u64 {
+        self.inner.cardinality()
+    }
+    #[getter]
+    fn max_row_index(&self) -> Option<u64> {
+        self.inner.max_row_index()
+    }
+    #[getter]
+    fn unique_id(&self) -> String {
+        self.inner.unique_id()
+    }
+
+    /// The DV file's location (None for inline DVs).
+    fn absolute_path(&self, table_root: &str) -> Option<String> {
+        self.inner.absolute_path(table_root)
+    }
+
+    /// Load the deleted rows (reads only this DV's byte range).
+    fn read(&self, py: Python<'_>, table_root: &str) -> PyResult<DeletionVector> {
+        let map = py
+            .detach(|| dv::load(&self.inner, table_root))
+            .map_err(to_py)?;
+        Ok(DeletionVector { map })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "DeletionVectorDescriptor(storage_type={:?}, path_or_inline_dv={:?}, offset={:?}, size_in_bytes={}, cardinality={})",
+            self.inner.storage_type().code(),
+            self.inner.path_or_inline_dv(),
+            self.inner.offset(),
+            self.inner.size_in_bytes(),
+            self.inner.cardinality()
+        )
+    }
+}
+
+/// Z85-encode bytes the way Delta does (zero padding to 4 bytes).
+#[pyfunction]
+fn z85_encode(data: &[u8]) -> String {
+    z85::encode(data)
+}
+
+/// Decode Delta's Z85 into exactly `size` bytes.
+#[pyfunction]
+fn z85_decode<'py>(py: Python<'py>, text: &str, size: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = z85::decode(text, size).map_err(to_py)?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("DeltaDVError", py.get_type::<DeltaDVError>())?;
+    m.add(
+        "CorruptDeletionVectorError",
+        py.get_type::<CorruptDeletionVectorError>(),
+    )?;
+    m.add_class::<DeletionVector>()?;
+    m.add_class::<DeletionVectorDescriptor>()?;
+    m.add_class::<RowIterator>()?;
+    m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
