@@ -4,6 +4,7 @@ The main types:
 
 * :class:`DeletionVector` - a set of deleted row indexes (64-bit roaring bitmap).
 * :class:`DeletionVectorDescriptor` - the ``deletionVector`` field of a log action.
+* :func:`write_deletion_vectors` - pack DVs into one new DV file, get descriptors.
 * :func:`z85_encode` / :func:`z85_decode` - Z85 exactly as Delta uses it.
 
 Errors derive from :class:`DeltaDVError`; corrupt DV bytes raise
@@ -16,6 +17,7 @@ from deltadv._core import (
     DeletionVectorDescriptor,
     DeltaDVError,
     __version__,
+    write_deletion_vectors,
     z85_decode,
     z85_encode,
 )
@@ -26,6 +28,7 @@ __all__ = [
     "DeletionVectorDescriptor",
     "DeltaDVError",
     "__version__",
+    "write_deletion_vectors",
     "z85_decode",
     "z85_encode",
 ]

@@ -42,3 +42,29 @@ pub fn read_range(path: &str, start: u64, end: u64) -> Result<Vec<u8>> {
 pub fn read(path: &str) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| io_error(path, e))
 }
+
+/// Create `path` with `bytes`, failing if it already exists (no overwrite).
+/// Writes to a temporary sibling first and links it into place, so a reader
+/// never sees a partial file and a crash leaves at most a stray temp file.
+pub fn create_new(path: &str, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let target = std::path::Path::new(path);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_error(path, e))?;
+    }
+    let tmp = format!("{path}.{}.tmp", uuid::Uuid::new_v4());
+    let result = (|| {
+        let mut f = std::fs::File::create_new(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, target)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result.map_err(|e| match e.kind() {
+        ErrorKind::AlreadyExists => Error::Io {
+            path: path.to_string(),
+            source: std::io::Error::new(ErrorKind::AlreadyExists, "file already exists"),
+        },
+        _ => io_error(path, e),
+    })
+}

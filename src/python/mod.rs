@@ -401,6 +401,26 @@ fn z85_decode<'py>(py: Python<'py>, text: &str, size: usize) -> PyResult<Bound<'
     Ok(PyBytes::new(py, &bytes))
 }
 
+/// Write deletion vectors into one new DV file under `table_root` (with an
+/// optional random directory `prefix`) and return a `u` descriptor for each.
+#[pyfunction]
+#[pyo3(signature = (table_root, deletion_vectors, prefix=""))]
+fn write_deletion_vectors(
+    py: Python<'_>,
+    table_root: &str,
+    deletion_vectors: Vec<PyRef<'_, DeletionVector>>,
+    prefix: &str,
+) -> PyResult<Vec<DeletionVectorDescriptor>> {
+    let maps: Vec<RoaringTreemap> = deletion_vectors.iter().map(|d| d.map.clone()).collect();
+    let descriptors = py
+        .detach(|| dv::write_file(table_root, prefix, &maps))
+        .map_err(to_py)?;
+    Ok(descriptors
+        .into_iter()
+        .map(|inner| DeletionVectorDescriptor { inner })
+        .collect())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -414,6 +434,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowIterator>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

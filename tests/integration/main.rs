@@ -1,1 +1,12 @@
+//! Integration tests, one binary with a module per topic.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
+mod common;
+mod corrupt;
+mod golden_dvs;
+mod properties;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up everything, then run the whole test suite: lints, Rust tests, Python tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+# In CI the golden tables in ../shared/golden must be there: a missing corpus fails
+# instead of skipping.
+if [ "${CI:-}" = "true" ]; then export DELTADV_REQUIRE_GOLDEN=1; fi
+
+echo "== rust: fmt, clippy"
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+cargo clippy --features python -- -D warnings
+echo "== rust: tests"
+cargo test
+echo "== python: ruff"
+.venv/bin/ruff check python tests benches
+.venv/bin/ruff format --check python tests benches
+echo "== python: tests"
+.venv/bin/python -m pytest tests/python

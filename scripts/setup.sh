@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up everything deltadv needs on a fresh machine: a Python venv in .venv with
+# the build and test dependencies, and the Rust extension built into it.
+# Idempotent: re-running only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found. Install Rust (https://rustup.rs) and re-run." >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# Build the extension (release) and install the package with its test and dev extras.
+.venv/bin/python -m pip install -q -e '.[test,dev]'
+echo "setup: done ($(.venv/bin/python -c 'import deltadv; print("deltadv", deltadv.__version__)'))"

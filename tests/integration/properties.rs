@@ -1,0 +1,102 @@
+//! Property tests: bitmap, Z85 and DV-file round trips.
+
+use deltadv::codec::z85;
+use deltadv::format::{bitmap, file};
+use deltadv::{DvFileWriter, RoaringTreemap};
+use proptest::prelude::*;
+
+/// Row-index sets shaped like real DVs: sparse points, dense runs, and indexes
+/// beyond 2^32 (several buckets).
+fn row_sets() -> impl Strategy<Value = RoaringTreemap> {
+    let point = prop_oneof![0u64..100_000, 0u64..(1 << 33), 0u64..=bitmap::MAX_ROW_INDEX,];
+    let run = (0u64..(1 << 34), 1u64..5_000);
+    (
+        prop::collection::vec(point, 0..200),
+        prop::collection::vec(run, 0..4),
+    )
+        .prop_map(|(points, runs)| {
+            let mut map: RoaringTreemap = points.into_iter().collect();
+            for (start, len) in runs {
+                map.insert_range(start..start + len);
+            }
+            map
+        })
+}
+
+/// The older native layout of `map` (keys < 2^31 and few of them), built by hand
+/// from the layout in the protocol: BE magic, BE count, per key BE size + bitmap.
+fn native_bytes(map: &RoaringTreemap) -> Vec<u8> {
+    let buckets: Vec<(u32, roaring::RoaringBitmap)> =
+        map.bitmaps().map(|(k, b)| (k, b.clone())).collect();
+    let count = buckets.last().map_or(0, |(k, _)| k + 1);
+    let mut out = bitmap::NATIVE_MAGIC.to_be_bytes().to_vec();
+    out.extend_from_slice(&(count as i32).to_be_bytes());
+    for key in 0..count {
+        let bm = buckets
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default();
+        let mut bytes = Vec::new();
+        bm.serialize_into(&mut bytes).unwrap();
+        out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+proptest! {
+    #[test]
+    fn bitmap_round_trips(map in row_sets()) {
+        let bytes = bitmap::serialize(&map).unwrap();
+        prop_assert_eq!(bytes.len(), bitmap::serialized_size(&map));
+        prop_assert_eq!(bitmap::deserialize(&bytes).unwrap(), map);
+    }
+
+    #[test]
+    fn native_layout_decodes(points in prop::collection::vec(0u64..(3 << 32), 0..100)) {
+        let map: RoaringTreemap = points.into_iter().collect();
+        prop_assert_eq!(bitmap::deserialize(&native_bytes(&map)).unwrap(), map);
+    }
+
+    #[test]
+    fn z85_round_trips(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+        let text = z85::encode(&bytes);
+        prop_assert_eq!(text.len(), bytes.len().div_ceil(4) * 5);
+        prop_assert_eq!(z85::decode(&text, bytes.len()).unwrap(), bytes);
+    }
+
+    #[test]
+    fn dv_file_with_many_dvs_round_trips(maps in prop::collection::vec(row_sets(), 1..12)) {
+        let mut writer = DvFileWriter::new(Vec::new()).unwrap();
+        let slots: Vec<_> = maps.iter().map(|m| writer.append(m).unwrap()).collect();
+        let bytes = writer.finish().unwrap();
+        prop_assert_eq!(slots[0].offset, file::FIRST_DV_OFFSET);
+        for (map, slot) in maps.iter().zip(&slots) {
+            // From the whole file…
+            prop_assert_eq!(&file::read_dv(&bytes, 0, slot, "f.bin").unwrap(), map);
+            // …and from exactly the DV's own byte range (one ranged GET).
+            let (start, end) = slot.frame_range();
+            let frame = &bytes[start as usize..end as usize];
+            prop_assert_eq!(&file::read_dv(frame, start, slot, "f.bin").unwrap(), map);
+        }
+        prop_assert_eq!(slots.last().unwrap().frame_range().1, bytes.len() as u64);
+    }
+}
+
+#[test]
+fn z85_every_length_0_to_64() {
+    for len in 0..=64usize {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+        let text = z85::encode(&bytes);
+        assert_eq!(z85::decode(&text, len).unwrap(), bytes, "length {len}");
+    }
+}
+
+#[test]
+fn protocol_md_native_example_decodes() {
+    // The inline example printed in Delta's PROTOCOL.md (native layout, 40 bytes).
+    let bytes = z85::decode("wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40).unwrap();
+    let rows: Vec<u64> = bitmap::deserialize(&bytes).unwrap().iter().collect();
+    assert_eq!(rows, vec![3, 4, 7, 11, 18, 29]);
+}
