@@ -18,7 +18,7 @@ class CorruptDeletionVectorError(DeltaDVError):
     what was expected and what was found.
     """
 
-RowsLike = Iterable[int] | range | npt.ArrayLike | DeletionVector
+RowsLike = Iterable[int] | range | npt.ArrayLike | "DeletionVector"
 
 class DeletionVector:
     """A set of deleted row indexes: a 64-bit roaring bitmap.

@@ -30,6 +30,8 @@ const TAIL_PAD_CHAR: u8 = b'#';
 /// Sentinel in [`DECODE_TABLE`] for bytes outside the alphabet.
 const INVALID: u8 = 0xFF;
 
+// Indexes are `ALPHABET[i]` (a u8) into 256 entries and i < 85: always in bounds.
+#[allow(clippy::indexing_slicing)]
 const DECODE_TABLE: [u8; 256] = {
     let mut table = [INVALID; 256];
     let mut i = 0;
@@ -57,7 +59,10 @@ pub fn encode(bytes: &[u8]) -> String {
         let mut value = u32::from_be_bytes(group);
         let mut digits = [0u8; CHARS_PER_GROUP];
         for d in digits.iter_mut().rev() {
-            *d = ALPHABET[(value % 85) as usize];
+            // `value % 85` < 85 = ALPHABET.len().
+            #[allow(clippy::indexing_slicing)]
+            let c = ALPHABET[(value % 85) as usize];
+            *d = c;
             value /= 85;
         }
         out.extend_from_slice(&digits);
@@ -67,7 +72,10 @@ pub fn encode(bytes: &[u8]) -> String {
 }
 
 fn digit(c: u8, position: usize) -> Result<u64> {
-    match DECODE_TABLE[c as usize] {
+    // A u8 always indexes a 256-entry table.
+    #[allow(clippy::indexing_slicing)]
+    let entry = DECODE_TABLE[c as usize];
+    match entry {
         INVALID => Err(Error::InvalidZ85 {
             position,
             reason: format!("{:?} is not a Z85 character", char::from(c)),

@@ -115,7 +115,7 @@ fn sorted_or_not(slice: Option<&[u64]>, fallback: impl FnOnce() -> Vec<u64>) -> 
             &owned
         }
     };
-    if values.windows(2).all(|w| w[0] < w[1]) {
+    if values.is_sorted_by(|a, b| a < b) {
         RoaringTreemap::from_sorted_iter(values.iter().copied()).unwrap_or_default()
     } else {
         values.iter().copied().collect()
