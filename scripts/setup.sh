@@ -10,8 +10,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found. Install Rust (https://rustup.rs) and re-run." >&2
     exit 1
 fi
-if [ ! -x .venv/bin/python ]; then
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
     echo "setup: creating .venv"
+    rm -rf .venv
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
