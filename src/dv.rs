@@ -1,41 +1,148 @@
-//! Loading deletion vectors: composes `io` (fetch bytes) with `format` (parse).
+//! Loading and writing deletion vectors: composes `io` (fetch bytes) with
+//! `format` (parse). Fetching and parsing stay two steps, so fetches can be
+//! coalesced and the parser fuzzed on its own.
 
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use object_store::path::Path;
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
-use crate::format::file;
-use crate::io::local;
+use crate::format::file::{self, DvSlot};
+use crate::io::{block_on, TableStore};
 
-/// Load the rows a descriptor marks as deleted. `table_root` is a local path
-/// (object stores arrive with the snapshot layer). Reads exactly the DV's byte
-/// range, plus the version byte when the DV is the file's first.
+/// Ranges of one DV file closer than this are fetched with one GET.
+pub const COALESCE_GAP: u64 = 1 << 20;
+
+/// One coalesced GET: byte range `[start, end)` and the DVs (slot, caller index) inside it.
+struct RangeGroup {
+    start: u64,
+    end: u64,
+    members: Vec<(DvSlot, usize)>,
+}
+
+/// Where a file-backed DV lives in `store`.
+fn dv_path(store: &TableStore, d: &DeletionVectorDescriptor) -> Result<Path> {
+    match d.storage_type() {
+        StorageType::UuidRelative => Ok(store.path(&d.relative_path().unwrap_or_default())),
+        StorageType::AbsolutePath => store.resolve(&d.absolute_path("").unwrap_or_default()),
+        StorageType::Inline => Err(Error::InvalidArgument(format!(
+            "{} is an inline deletion vector",
+            d.unique_id()
+        ))),
+    }
+}
+
+/// Load many DVs. Inline DVs need no request; the ranges of each DV file are
+/// merged into as few GETs as possible (one, unless they are over
+/// [`COALESCE_GAP`] apart), and all files are fetched concurrently.
+pub async fn load_many(
+    store: &TableStore,
+    descriptors: &[&DeletionVectorDescriptor],
+) -> Result<Vec<RoaringTreemap>> {
+    let mut out: Vec<Option<RoaringTreemap>> = vec![None; descriptors.len()];
+    // DV file -> (slot, index in `descriptors`)
+    let mut by_file: BTreeMap<String, (Path, Vec<(DvSlot, usize)>)> = BTreeMap::new();
+    for (i, d) in descriptors.iter().enumerate() {
+        if d.storage_type() == StorageType::Inline {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(d.inline_bitmap()?);
+            }
+            continue;
+        }
+        let path = dv_path(store, d)?;
+        by_file
+            .entry(path.to_string())
+            .or_insert_with(|| (path, Vec::new()))
+            .1
+            .push((d.slot(), i));
+    }
+
+    let fetches = by_file.into_values().flat_map(|(path, mut slots)| {
+        slots.sort_by_key(|(s, _)| s.offset);
+        // Group slots into coalesced ranges.
+        let mut groups: Vec<RangeGroup> = Vec::new();
+        for (slot, i) in slots {
+            let (start, end) = slot.frame_range();
+            // The first DV sits right after the version byte: fetch it too and check it.
+            let start = if start == file::FIRST_DV_OFFSET {
+                0
+            } else {
+                start
+            };
+            match groups.last_mut() {
+                Some(g) if start <= g.end.saturating_add(COALESCE_GAP) => {
+                    g.end = g.end.max(end);
+                    g.members.push((slot, i));
+                }
+                _ => groups.push(RangeGroup {
+                    start,
+                    end,
+                    members: vec![(slot, i)],
+                }),
+            }
+        }
+        groups
+            .into_iter()
+            .map(move |g| (path.clone(), g.start, g.end, g.members))
+    });
+    let results =
+        futures::future::try_join_all(fetches.map(|(path, start, end, members)| async move {
+            let bytes: Bytes = store.get_range(&path, start..end).await?;
+            let name = store_display(store, &path);
+            members
+                .into_iter()
+                .map(|(slot, i)| file::read_dv(&bytes, start, &slot, &name).map(|m| (i, m)))
+                .collect::<Result<Vec<_>>>()
+        }))
+        .await?;
+    for (i, map) in results.into_iter().flatten() {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(map);
+        }
+    }
+    Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+fn store_display(store: &TableStore, path: &Path) -> String {
+    format!(
+        "{}://{}/{}",
+        store.url().scheme(),
+        store.url().host_str().unwrap_or(""),
+        path
+    )
+    .replace(":////", ":///")
+}
+
+/// Load the rows one descriptor marks as deleted, from a table at `table_root`
+/// (a local path or any supported URI). Reads exactly the DV's byte range.
 pub fn load(descriptor: &DeletionVectorDescriptor, table_root: &str) -> Result<RoaringTreemap> {
+    load_with_options(descriptor, table_root, &HashMap::new())
+}
+
+/// [`load`] with storage options.
+pub fn load_with_options(
+    descriptor: &DeletionVectorDescriptor,
+    table_root: &str,
+    options: &HashMap<String, String>,
+) -> Result<RoaringTreemap> {
     if descriptor.storage_type() == StorageType::Inline {
         return descriptor.inline_bitmap();
     }
-    let path = descriptor.absolute_path(table_root).unwrap_or_default();
-    let slot = descriptor.slot();
-    let (start, end) = slot.frame_range();
-    // The first DV sits right after the version byte: fetch it too and check it.
-    let start = if start == file::FIRST_DV_OFFSET {
-        0
-    } else {
-        start
-    };
-    let bytes = local::read_range(&path, start, end)?;
-    file::read_dv(&bytes, start, &slot, &path)
+    let store = TableStore::open(table_root, options)?;
+    let mut maps = block_on(load_many(&store, &[descriptor]))??;
+    maps.pop()
+        .ok_or_else(|| Error::InvalidArgument("no deletion vector loaded".to_string()))
 }
 
-/// Write `maps` into one new DV file `<table_root>/<prefix>/deletion_vector_<uuid>.bin`
-/// and return a `u` descriptor for each, in order. `prefix` is the optional
-/// random directory prefix (empty for none).
-pub fn write_file(
-    table_root: &str,
+/// Serialize `maps` into the bytes of one DV file and their `u` descriptors.
+pub fn encode_file(
+    uuid: uuid::Uuid,
     prefix: &str,
     maps: &[RoaringTreemap],
-) -> Result<Vec<DeletionVectorDescriptor>> {
-    let uuid = uuid::Uuid::new_v4();
+) -> Result<(Bytes, Vec<DeletionVectorDescriptor>)> {
     let mut writer = file::DvFileWriter::new(Vec::new())?;
     let mut descriptors = Vec::with_capacity(maps.len());
     for map in maps {
@@ -44,11 +151,45 @@ pub fn write_file(
             DeletionVectorDescriptor::relative(uuid, prefix, slot)?.with_max_row_index(map.max()),
         );
     }
-    let bytes = writer.finish()?;
-    let path = descriptors
+    Ok((Bytes::from(writer.finish()?), descriptors))
+}
+
+/// Write `maps` into one new DV file `<root>/<prefix>/deletion_vector_<uuid>.bin`
+/// (one PUT, never overwriting) and return a `u` descriptor for each, in order.
+pub async fn write_file_to(
+    store: &TableStore,
+    prefix: &str,
+    maps: &[RoaringTreemap],
+) -> Result<Vec<DeletionVectorDescriptor>> {
+    if maps.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no deletion vectors to write".to_string(),
+        ));
+    }
+    let (bytes, descriptors) = encode_file(uuid::Uuid::new_v4(), prefix, maps)?;
+    let rel = descriptors
         .first()
-        .and_then(|d| d.absolute_path(table_root))
-        .ok_or_else(|| Error::InvalidArgument("no deletion vectors to write".to_string()))?;
-    local::create_new(&path, &bytes)?;
+        .and_then(|d| d.relative_path())
+        .unwrap_or_default();
+    let path = store.path(&rel);
+    if !store.put_if_absent(&path, bytes).await? {
+        return Err(Error::Io {
+            path: rel,
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "DV file already exists",
+            ),
+        });
+    }
     Ok(descriptors)
+}
+
+/// Blocking [`write_file_to`] for a table root URI or path.
+pub fn write_file(
+    table_root: &str,
+    prefix: &str,
+    maps: &[RoaringTreemap],
+) -> Result<Vec<DeletionVectorDescriptor>> {
+    let store = TableStore::open(table_root, &HashMap::new())?;
+    block_on(write_file_to(&store, prefix, maps))?
 }

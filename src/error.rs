@@ -70,6 +70,41 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A Delta log that breaks the protocol: a missing version, a malformed
+    /// line, a checkpoint that disagrees with `_last_checkpoint`, an illegal
+    /// duplicate action. `file` names the log file.
+    #[error("corrupt Delta log: {file}: {detail}")]
+    CorruptLog { file: String, detail: String },
+
+    /// The table needs something deltadv does not implement (a reader
+    /// feature, a protocol version, a type). Raised before any data is read.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+
+    /// A table schema that cannot be parsed or converted.
+    #[error("invalid schema: {0}")]
+    Schema(String),
+
+    /// The requested version (or timestamp) does not exist in the table.
+    #[error("version not found: {0}")]
+    VersionNotFound(String),
+
+    /// Not a Delta table (no `_delta_log`, or no commits in it).
+    #[error("not a Delta table: {0}")]
+    NotATable(String),
+
+    /// A failure from an object store, with the path.
+    #[error("object store error on {path}: {source}")]
+    ObjectStore {
+        path: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// Parquet or Arrow failures, with the file.
+    #[error("parquet/arrow error in {file}: {detail}")]
+    Parquet { file: String, detail: String },
+
     /// JSON that cannot be parsed into the expected shape.
     #[error("invalid JSON in {context}: {source}")]
     Json {

@@ -29,6 +29,7 @@ pub mod dv;
 pub mod error;
 pub mod format;
 pub mod io;
+pub mod log;
 
 #[cfg(feature = "python")]
 mod python;

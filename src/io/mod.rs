@@ -1,3 +1,7 @@
-//! Storage access. The only module that touches the file system (and, later,
-//! object stores).
-pub mod local;
+//! Storage access: the only module that knows object_store, tokio or the file
+//! system.
+pub mod runtime;
+pub mod store;
+
+pub use runtime::block_on;
+pub use store::{Counts, TableStore};

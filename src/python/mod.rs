@@ -38,6 +38,13 @@ fn to_py(err: Error) -> PyErr {
         Error::Json { .. } => PyValueError::new_err(message),
         Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
         Error::Io { .. } => PyOSError::new_err(message),
+        Error::VersionNotFound(_) => PyValueError::new_err(message),
+        Error::CorruptLog { .. }
+        | Error::Unsupported(_)
+        | Error::Schema(_)
+        | Error::NotATable(_)
+        | Error::ObjectStore { .. }
+        | Error::Parquet { .. } => DeltaDVError::new_err(message),
     }
 }
 

@@ -1,0 +1,49 @@
+//! The process's tokio runtime, created lazily and re-created after a fork
+//! (Spark's Python workers fork; a runtime's threads do not survive that).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+
+/// The runtime for this process.
+pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    let pid = std::process::id();
+    let mut guard = match RUNTIME.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some((owner, rt)) = guard.as_ref() {
+        if *owner == pid {
+            return Ok(rt.clone());
+        }
+        // Inherited from our parent through fork: its worker threads are gone.
+        // Leak it rather than drop it (dropping would join threads that do not exist).
+        if let Some((_, old)) = guard.take() {
+            std::mem::forget(old);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .clamp(2, 8),
+        )
+        .thread_name("deltadv-io")
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|source| Error::Io {
+            path: "<tokio runtime>".to_string(),
+            source,
+        })?;
+    *guard = Some((pid, rt.clone()));
+    Ok(rt)
+}
+
+/// Run a future to completion on the process runtime (from a non-async thread).
+pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
+    Ok(runtime()?.block_on(future))
+}

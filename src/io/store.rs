@@ -1,0 +1,374 @@
+//! Object-store access for a table: local disk, `file://`, `memory://`, S3,
+//! Azure and GCS through the `object_store` crate, with request counters.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions,
+    PutPayload,
+};
+use url::Url;
+
+use crate::error::{Error, Result};
+
+/// Keys deltalake accepts that configure its own behaviour rather than the
+/// store; accepted and ignored here so the same `storage_options` work.
+const PASSTHROUGH_KEYS: &[&str] = &[
+    "aws_s3_allow_unsafe_rename",
+    "aws_s3_locking_provider",
+    "aws_conditional_put",
+    "conditional_put",
+    "aws_copy_if_not_exists",
+    "allow_unsafe_rename",
+];
+
+/// Requests made through one [`TableStore`] (or its clones).
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    pub gets: AtomicU64,
+    pub puts: AtomicU64,
+    pub lists: AtomicU64,
+    pub deletes: AtomicU64,
+    pub heads: AtomicU64,
+}
+
+/// A snapshot of [`RequestCounts`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub gets: u64,
+    pub puts: u64,
+    pub lists: u64,
+    pub deletes: u64,
+    pub heads: u64,
+}
+
+impl RequestCounts {
+    pub fn snapshot(&self) -> Counts {
+        Counts {
+            gets: self.gets.load(Ordering::Relaxed),
+            puts: self.puts.load(Ordering::Relaxed),
+            lists: self.lists.load(Ordering::Relaxed),
+            deletes: self.deletes.load(Ordering::Relaxed),
+            heads: self.heads.load(Ordering::Relaxed),
+        }
+    }
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The store holding one table, and the table root within it.
+#[derive(Debug, Clone)]
+pub struct TableStore {
+    store: Arc<dyn ObjectStore>,
+    /// Table root inside the store.
+    root: Path,
+    /// The table URI as given (normalised to a URL).
+    url: Url,
+    counts: Arc<RequestCounts>,
+}
+
+fn store_error(path: &str, e: object_store::Error) -> Error {
+    match e {
+        object_store::Error::NotFound { .. } => Error::NotFound {
+            path: path.to_string(),
+        },
+        other => Error::ObjectStore {
+            path: path.to_string(),
+            source: Box::new(other),
+        },
+    }
+}
+
+/// Named in-memory stores (`memory://name/...`), shared within a process so a
+/// table written through one handle can be read through another.
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
+    let stores = STORES.get_or_init(Default::default);
+    let mut guard = match stores.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let store = guard
+        .entry(name.to_string())
+        .or_insert_with(|| Arc::new(InMemory::new()));
+    store.clone() as Arc<dyn ObjectStore>
+}
+
+/// URL-decoded, non-empty segments of a URL path.
+fn decoded_segments(path: &str) -> impl Iterator<Item = String> + '_ {
+    path.split('/').filter(|s| !s.is_empty()).map(|s| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    })
+}
+
+/// A store path from raw (decoded) segments, kept literally: a `%` in a file
+/// name stays a `%` in the key, as Delta writers store it.
+fn raw_path(segments: impl Iterator<Item = String>) -> Result<Path> {
+    let joined = segments.collect::<Vec<_>>().join("/");
+    Path::parse(&joined).map_err(|e| Error::InvalidArgument(format!("bad path {joined:?}: {e}")))
+}
+
+/// Lexically drop `.` and `..` from a local path (object store paths refuse them).
+fn normalize_local(path: &std::path::Path) -> std::path::PathBuf {
+    let mut normal = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
+/// Turn a table URI or local path into a URL.
+pub fn table_url(uri: &str) -> Result<Url> {
+    let has_scheme = uri.split_once("://").is_some_and(|(s, _)| {
+        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+')
+    });
+    if has_scheme || uri.starts_with("file:") {
+        return Url::parse(uri)
+            .map_err(|e| Error::InvalidArgument(format!("bad table URI {uri:?}: {e}")));
+    }
+    let path = std::path::Path::new(uri);
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|source| Error::Io {
+                path: uri.to_string(),
+                source,
+            })?
+            .join(path)
+    };
+    Url::from_directory_path(normalize_local(&absolute))
+        .map_err(|()| Error::InvalidArgument(format!("bad table path {uri:?}")))
+}
+
+fn configure<B, K>(
+    mut builder: B,
+    options: &HashMap<String, String>,
+    apply: impl Fn(B, K, String) -> B,
+) -> Result<B>
+where
+    K: FromStr,
+{
+    for (key, value) in options {
+        match K::from_str(&key.to_ascii_lowercase()) {
+            Ok(k) => builder = apply(builder, k, value.clone()),
+            Err(_) if PASSTHROUGH_KEYS.contains(&key.to_ascii_lowercase().as_str()) => {}
+            Err(_) => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown storage option {key:?} for this store"
+                )))
+            }
+        }
+    }
+    Ok(builder)
+}
+
+impl TableStore {
+    /// Open the store for `uri` with deltalake-style `storage_options`
+    /// (environment variables fill in what the options leave out).
+    pub fn open(uri: &str, options: &HashMap<String, String>) -> Result<TableStore> {
+        let url = table_url(uri)?;
+        let (scheme, path) = ObjectStoreScheme::parse(&url)
+            .map_err(|e| Error::InvalidArgument(format!("unsupported table URI {uri:?}: {e}")))?;
+        let bad =
+            |e: object_store::Error| Error::InvalidArgument(format!("cannot open {uri:?}: {e}"));
+        let store: Arc<dyn ObjectStore> = match scheme {
+            ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
+            ObjectStoreScheme::Memory => memory_store(url.host_str().unwrap_or("")),
+            ObjectStoreScheme::AmazonS3 => {
+                let b = AmazonS3Builder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k: AmazonS3ConfigKey, v| b.with_config(k, v))?;
+                Arc::new(b.build().map_err(bad)?)
+            }
+            ObjectStoreScheme::MicrosoftAzure => {
+                let b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k: AzureConfigKey, v| b.with_config(k, v))?;
+                Arc::new(b.build().map_err(bad)?)
+            }
+            ObjectStoreScheme::GoogleCloudStorage => {
+                let b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k: GoogleConfigKey, v| b.with_config(k, v))?;
+                Arc::new(b.build().map_err(bad)?)
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unsupported table URI {uri:?} ({other:?})"
+                )))
+            }
+        };
+        // `path` is already the URL's (percent-encoded) path: decode it into parts.
+        let root = raw_path(decoded_segments(path.as_ref()))?;
+        Ok(TableStore {
+            store,
+            root,
+            url,
+            counts: Arc::new(RequestCounts::default()),
+        })
+    }
+
+    /// The table URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// Request counters (shared by clones).
+    pub fn counts(&self) -> Counts {
+        self.counts.snapshot()
+    }
+
+    /// A store path for a location relative to the table root (already
+    /// URL-decoded, `/`-separated), or an absolute URI on the same store.
+    pub fn path(&self, relative: &str) -> Path {
+        let joined = format!("{}/{relative}", self.root.as_ref());
+        let parts = joined
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        // Segments that object_store refuses (`.`/`..`) fall back to its own encoding.
+        raw_path(parts).unwrap_or_else(|_| Path::from(joined.as_str()))
+    }
+
+    /// Resolve a data or DV file location: relative paths (decoded) join the
+    /// table root; absolute URIs must point into this store.
+    pub fn resolve(&self, location: &str) -> Result<Path> {
+        if let Some((scheme, _)) = location.split_once(':') {
+            if scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric()) {
+                let url = Url::parse(location).map_err(|e| {
+                    Error::InvalidArgument(format!("bad file URI {location:?}: {e}"))
+                })?;
+                let (_, path) = ObjectStoreScheme::parse(&url).map_err(|e| {
+                    Error::InvalidArgument(format!("unsupported file URI {location:?}: {e}"))
+                })?;
+                return raw_path(decoded_segments(path.as_ref()));
+            }
+        }
+        if location.starts_with('/') {
+            // An absolute local path (decoded), e.g. from a `p` DV on local disk.
+            let normal = normalize_local(std::path::Path::new(location));
+            let text = normal.to_string_lossy();
+            return raw_path(
+                text.split('/')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        Ok(self.path(location))
+    }
+
+    /// List `_delta_log` (optionally starting after `offset`, a file name).
+    pub async fn list_log(&self, offset: Option<&str>) -> Result<Vec<object_store::ObjectMeta>> {
+        let prefix = self.path("_delta_log");
+        RequestCounts::bump(&self.counts.lists);
+        let stream = match offset {
+            Some(o) => self
+                .store
+                .list_with_offset(Some(&prefix), &self.path(&format!("_delta_log/{o}"))),
+            None => self.store.list(Some(&prefix)),
+        };
+        stream
+            .try_collect()
+            .await
+            .map_err(|e| store_error(prefix.as_ref(), e))
+    }
+
+    /// GET a whole object.
+    pub async fn get(&self, path: &Path) -> Result<Bytes> {
+        RequestCounts::bump(&self.counts.gets);
+        let result = self
+            .store
+            .get(path)
+            .await
+            .map_err(|e| store_error(path.as_ref(), e))?;
+        result
+            .bytes()
+            .await
+            .map_err(|e| store_error(path.as_ref(), e))
+    }
+
+    /// GET a byte range, clipped to the object's size (a range that runs past
+    /// the end returns what exists, so format checks can report truncation).
+    pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        RequestCounts::bump(&self.counts.gets);
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            ..Default::default()
+        };
+        match self.store.get_opts(path, options).await {
+            Ok(r) => r.bytes().await.map_err(|e| store_error(path.as_ref(), e)),
+            Err(object_store::Error::NotModified { .. }) => Ok(Bytes::new()),
+            Err(e) => {
+                // Ranges starting past the end are refused by some stores: report as empty.
+                let text = e.to_string();
+                if text.contains("Range") || text.contains("range") {
+                    if let Ok(meta) = self.store.head(path).await {
+                        if range.start >= meta.size {
+                            return Ok(Bytes::new());
+                        }
+                        RequestCounts::bump(&self.counts.gets);
+                        return self
+                            .store
+                            .get_range(path, range.start..range.end.min(meta.size))
+                            .await
+                            .map_err(|e| store_error(path.as_ref(), e));
+                    }
+                }
+                Err(store_error(path.as_ref(), e))
+            }
+        }
+    }
+
+    /// PUT an object, failing if it exists (put-if-absent).
+    pub async fn put_if_absent(&self, path: &Path, bytes: Bytes) -> Result<bool> {
+        RequestCounts::bump(&self.counts.puts);
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .store
+            .put_opts(path, PutPayload::from(bytes), opts)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => Ok(false),
+            Err(e) => Err(store_error(path.as_ref(), e)),
+        }
+    }
+
+    /// PUT an object (overwrite).
+    pub async fn put(&self, path: &Path, bytes: Bytes) -> Result<()> {
+        RequestCounts::bump(&self.counts.puts);
+        self.store
+            .put(path, PutPayload::from(bytes))
+            .await
+            .map(|_| ())
+            .map_err(|e| store_error(path.as_ref(), e))
+    }
+
+    /// The underlying store (for parquet readers).
+    pub fn inner(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+}

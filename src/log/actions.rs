@@ -1,0 +1,311 @@
+//! Log actions, parsed from newline-delimited JSON (commits, compacted logs, V2
+//! checkpoint manifests) or from checkpoint rows rendered as JSON objects.
+//! Unknown fields and unknown action types are ignored, as the protocol asks.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::format::descriptor::DeletionVectorDescriptor;
+
+/// `protocol`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Protocol {
+    pub min_reader_version: i32,
+    pub min_writer_version: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_features: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_features: Option<Vec<String>>,
+}
+
+/// `metaData.format`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Format {
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub options: HashMap<String, String>,
+}
+
+/// `metaData`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub format: Format,
+    pub schema_string: String,
+    #[serde(default)]
+    pub partition_columns: Vec<String>,
+    #[serde(default)]
+    pub configuration: HashMap<String, Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_time: Option<i64>,
+}
+
+impl Metadata {
+    /// A table property (`configuration`), if set.
+    pub fn property(&self, key: &str) -> Option<&str> {
+        self.configuration.get(key).and_then(|v| v.as_deref())
+    }
+}
+
+/// `add`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Add {
+    pub path: String,
+    #[serde(default)]
+    pub partition_values: HashMap<String, Option<String>>,
+    #[serde(default)]
+    pub size: i64,
+    #[serde(default)]
+    pub modification_time: i64,
+    #[serde(default = "default_true")]
+    pub data_change: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<HashMap<String, Option<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_row_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_row_commit_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clustering_provider: Option<String>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `remove`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Remove {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<i64>,
+    #[serde(default = "default_true")]
+    pub data_change: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_file_metadata: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_values: Option<HashMap<String, Option<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<HashMap<String, Option<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_row_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_row_commit_version: Option<i64>,
+}
+
+/// `txn` (application transaction id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Txn {
+    pub app_id: String,
+    pub version: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated: Option<i64>,
+}
+
+/// `cdc` (change data file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cdc {
+    pub path: String,
+    #[serde(default)]
+    pub partition_values: HashMap<String, Option<String>>,
+    #[serde(default)]
+    pub size: i64,
+    #[serde(default)]
+    pub data_change: bool,
+}
+
+/// `domainMetadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainMetadata {
+    pub domain: String,
+    #[serde(default)]
+    pub configuration: String,
+    #[serde(default)]
+    pub removed: bool,
+}
+
+/// `checkpointMetadata` (V2 checkpoints).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointMetadata {
+    pub version: i64,
+}
+
+/// `sidecar` (V2 checkpoints).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sidecar {
+    pub path: String,
+    #[serde(default)]
+    pub size_in_bytes: i64,
+    #[serde(default)]
+    pub modification_time: i64,
+}
+
+/// One log action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Protocol(Protocol),
+    Metadata(Metadata),
+    Add(Box<Add>),
+    Remove(Box<Remove>),
+    Txn(Txn),
+    /// Kept as raw JSON: its fields are free-form.
+    CommitInfo(Value),
+    Cdc(Cdc),
+    DomainMetadata(DomainMetadata),
+    CheckpointMetadata(CheckpointMetadata),
+    Sidecar(Sidecar),
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    value: Value,
+    kind: &str,
+    file: &str,
+    line: usize,
+) -> Result<T> {
+    serde_json::from_value(value).map_err(|source| Error::Json {
+        context: format!("{file} line {line} ({kind} action)"),
+        source,
+    })
+}
+
+impl Action {
+    /// Parse one JSON object of the log. `None` for unknown action types or
+    /// null placeholders (checkpoint rows carry one non-null action each).
+    pub fn from_value(value: Value, file: &str, line: usize) -> Result<Option<Action>> {
+        let Value::Object(map) = value else {
+            return Err(Error::CorruptLog {
+                file: file.to_string(),
+                detail: format!("line {line} is not a JSON object"),
+            });
+        };
+        for (kind, body) in map {
+            if body.is_null() {
+                continue;
+            }
+            let action = match kind.as_str() {
+                "protocol" => Action::Protocol(parse(body, &kind, file, line)?),
+                "metaData" => Action::Metadata(parse(body, &kind, file, line)?),
+                "add" => Action::Add(Box::new(parse(body, &kind, file, line)?)),
+                "remove" => Action::Remove(Box::new(parse(body, &kind, file, line)?)),
+                "txn" => Action::Txn(parse(body, &kind, file, line)?),
+                "commitInfo" => Action::CommitInfo(body),
+                "cdc" => Action::Cdc(parse(body, &kind, file, line)?),
+                "domainMetadata" => Action::DomainMetadata(parse(body, &kind, file, line)?),
+                "checkpointMetadata" => Action::CheckpointMetadata(parse(body, &kind, file, line)?),
+                "sidecar" => Action::Sidecar(parse(body, &kind, file, line)?),
+                _ => continue,
+            };
+            return Ok(Some(action));
+        }
+        Ok(None)
+    }
+
+    /// Render as one log line (`{"add": {...}}`).
+    pub fn to_json_line(&self) -> Result<String> {
+        let (kind, body) = match self {
+            Action::Protocol(a) => ("protocol", serde_json::to_value(a)),
+            Action::Metadata(a) => ("metaData", serde_json::to_value(a)),
+            Action::Add(a) => ("add", serde_json::to_value(a)),
+            Action::Remove(a) => ("remove", serde_json::to_value(a)),
+            Action::Txn(a) => ("txn", serde_json::to_value(a)),
+            Action::CommitInfo(v) => ("commitInfo", Ok(v.clone())),
+            Action::Cdc(a) => ("cdc", serde_json::to_value(a)),
+            Action::DomainMetadata(a) => ("domainMetadata", serde_json::to_value(a)),
+            Action::CheckpointMetadata(a) => ("checkpointMetadata", serde_json::to_value(a)),
+            Action::Sidecar(a) => ("sidecar", serde_json::to_value(a)),
+        };
+        let body = body.map_err(|source| Error::Json {
+            context: format!("{kind} action"),
+            source,
+        })?;
+        let mut map = serde_json::Map::new();
+        map.insert(kind.to_string(), body);
+        Ok(Value::Object(map).to_string())
+    }
+}
+
+/// Parse newline-delimited JSON (a commit file). Blank lines are skipped; a
+/// malformed line is an error naming the file and line.
+pub fn parse_commit(bytes: &[u8], file: &str) -> Result<Vec<Action>> {
+    let mut actions = Vec::new();
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|source| Error::CorruptLog {
+            file: file.to_string(),
+            detail: format!("line {} is not valid JSON: {source}", i + 1),
+        })?;
+        if let Some(action) = Action::from_value(value, file, i + 1)? {
+            actions.push(action);
+        }
+    }
+    Ok(actions)
+}
+
+/// Statistics of a data file (`add.stats`), the fields deltadv uses.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub num_records: Option<i64>,
+    #[serde(default)]
+    pub min_values: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub max_values: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub null_count: Option<serde_json::Map<String, Value>>,
+    /// Absent means true.
+    pub tight_bounds: Option<bool>,
+}
+
+impl Stats {
+    /// Parse a stats JSON string; `file` names the data file for errors.
+    pub fn parse(json: &str, file: &str) -> Result<Stats> {
+        serde_json::from_str(json).map_err(|source| Error::Json {
+            context: format!("stats of {file}"),
+            source,
+        })
+    }
+
+    /// Whether min/max are exact (absent `tightBounds` means true).
+    pub fn tight_bounds(&self) -> bool {
+        self.tight_bounds.unwrap_or(true)
+    }
+}
+
+/// Only `numRecords` and `tightBounds`, for fast listing.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordCount {
+    pub num_records: Option<i64>,
+    pub tight_bounds: Option<bool>,
+}
