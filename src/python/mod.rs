@@ -151,10 +151,12 @@ impl DeletionVector {
     #[new]
     #[pyo3(signature = (rows=None))]
     fn new(rows: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let map = match rows {
+        let mut map = match rows {
             Some(obj) => rows_from_object(obj)?,
             None => RoaringTreemap::new(),
         };
+        // Use run containers where they are smaller (Delta and CRoaring read them).
+        map.optimize();
         bitmap::check_writable(&map).map_err(to_py)?;
         Ok(DeletionVector { map })
     }
@@ -211,11 +213,7 @@ impl DeletionVector {
 
     /// All row indexes, ascending, as a uint64 numpy array.
     fn to_numpy<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        let rows: Vec<u64> = py.detach(|| {
-            let mut v = Vec::with_capacity(self.map.len() as usize);
-            v.extend(self.map.iter());
-            v
-        });
+        let rows: Vec<u64> = py.detach(|| bitmap::to_vec(&self.map));
         PyArray1::from_vec(py, rows)
     }
 

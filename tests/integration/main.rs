@@ -9,4 +9,5 @@
 mod common;
 mod corrupt;
 mod golden_dvs;
+mod golden_snapshots;
 mod properties;

@@ -54,6 +54,11 @@ proptest! {
     }
 
     #[test]
+    fn to_vec_lists_rows_in_order(map in row_sets()) {
+        prop_assert_eq!(bitmap::to_vec(&map), map.iter().collect::<Vec<u64>>());
+    }
+
+    #[test]
     fn native_layout_decodes(points in prop::collection::vec(0u64..(3 << 32), 0..100)) {
         let map: RoaringTreemap = points.into_iter().collect();
         prop_assert_eq!(bitmap::deserialize(&native_bytes(&map)).unwrap(), map);
