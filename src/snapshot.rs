@@ -474,7 +474,7 @@ impl Snapshot {
             .into_iter()
             .filter(|f| f.kind == LogFileKind::Commit && f.version <= self.version)
             .collect();
-        commits.sort_by(|a, b| b.version.cmp(&a.version));
+        commits.sort_by_key(|f| std::cmp::Reverse(f.version));
         if let Some(l) = limit {
             commits.truncate(l);
         }
