@@ -2,6 +2,7 @@
 
 The main types:
 
+* :class:`DeltaTable` - a Delta table at one version: files, DVs, history.
 * :class:`DeletionVector` - a set of deleted row indexes (64-bit roaring bitmap).
 * :class:`DeletionVectorDescriptor` - the ``deletionVector`` field of a log action.
 * :func:`write_deletion_vectors` - pack DVs into one new DV file, get descriptors.
@@ -21,12 +22,14 @@ from deltadv._core import (
     z85_decode,
     z85_encode,
 )
+from deltadv.table import DeltaTable
 
 __all__ = [
     "CorruptDeletionVectorError",
     "DeletionVector",
     "DeletionVectorDescriptor",
     "DeltaDVError",
+    "DeltaTable",
     "__version__",
     "write_deletion_vectors",
     "z85_decode",

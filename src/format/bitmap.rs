@@ -219,22 +219,14 @@ pub fn check_writable(map: &RoaringTreemap) -> Result<()> {
     }
 }
 
-/// All row indexes, ascending, filled 32-bit bucket by bucket with roaring's
-/// bulk iterator (far faster than iterating the 64-bit set row by row).
+/// All row indexes, ascending, filled 32-bit bucket by bucket (about twice as
+/// fast as iterating the 64-bit set). roaring 0.12's bulk `next_many` is not
+/// used: it overflows on run containers.
 pub fn to_vec(map: &RoaringTreemap) -> Vec<u64> {
-    const CHUNK: usize = 4096;
     let mut out = Vec::with_capacity(map.len() as usize);
-    let mut buf = [0u32; CHUNK];
     for (high, bitmap) in map.bitmaps() {
         let high = u64::from(high) << 32;
-        let mut it = bitmap.iter();
-        loop {
-            let got = it.next_many(&mut buf);
-            if got.is_empty() {
-                break;
-            }
-            out.extend(got.iter().map(|&low| high | u64::from(low)));
-        }
+        out.extend(bitmap.iter().map(|low| high | u64::from(low)));
     }
     out
 }

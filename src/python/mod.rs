@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyRange};
 use roaring::RoaringTreemap;
 
+mod table;
+
 use crate::codec::z85;
 use crate::dv;
 use crate::error::Error;
@@ -144,6 +146,12 @@ fn rows_from_signed(values: &[i64]) -> PyResult<RoaringTreemap> {
 #[derive(Clone, PartialEq)]
 pub struct DeletionVector {
     map: RoaringTreemap,
+}
+
+impl DeletionVector {
+    pub(crate) fn from_map(map: RoaringTreemap) -> Self {
+        DeletionVector { map }
+    }
 }
 
 #[pymethods]
@@ -437,6 +445,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeletionVector>()?;
     m.add_class::<DeletionVectorDescriptor>()?;
     m.add_class::<RowIterator>()?;
+    m.add_class::<table::RawDeltaTable>()?;
+    m.add_class::<table::ArrowStream>()?;
+    m.add_class::<table::ArrowSchema>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;

@@ -54,7 +54,11 @@ proptest! {
     }
 
     #[test]
-    fn to_vec_lists_rows_in_order(map in row_sets()) {
+    fn to_vec_lists_rows_in_order(map in row_sets(), optimize in any::<bool>()) {
+        let mut map = map;
+        if optimize {
+            map.optimize(); // run containers
+        }
         prop_assert_eq!(bitmap::to_vec(&map), map.iter().collect::<Vec<u64>>());
     }
 
@@ -87,6 +91,16 @@ proptest! {
         }
         prop_assert_eq!(slots.last().unwrap().frame_range().1, bytes.len() as u64);
     }
+}
+
+#[test]
+fn to_vec_on_run_containers() {
+    let mut map = RoaringTreemap::new();
+    map.insert_range(10..1_000_010);
+    map.optimize();
+    let rows = bitmap::to_vec(&map);
+    assert_eq!(rows.len(), 1_000_000);
+    assert_eq!(rows, (10..1_000_010).collect::<Vec<u64>>());
 }
 
 #[test]

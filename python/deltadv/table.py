@@ -1,0 +1,98 @@
+"""``DeltaTable``: a Delta table at one version, read by the Rust core."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltadv._core import DeletionVector, RawDeltaTable
+
+
+class DeltaTable:
+    """A Delta table at one version.
+
+    ``table_uri`` is a local path or a ``file://``, ``s3://`` / ``s3a://``,
+    ``az://`` / ``abfss://``, ``gs://`` or ``memory://`` URI. ``storage_options``
+    takes the same keys as the ``deltalake`` package (``AWS_ENDPOINT_URL``,
+    ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_ALLOW_HTTP``, ...); environment
+    variables fill in the rest.
+    """
+
+    def __init__(
+        self,
+        table_uri: str,
+        version: int | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self._raw = RawDeltaTable(str(table_uri), version, storage_options)
+
+    @property
+    def table_uri(self) -> str:
+        return self._raw.table_uri
+
+    def version(self) -> int:
+        """The loaded version."""
+        return self._raw.version()
+
+    def schema(self) -> pa.Schema:
+        """The table schema as Arrow (logical column names)."""
+        return pa.schema(self._raw.arrow_schema())
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol action (reader/writer versions and features)."""
+        return self._raw.protocol()
+
+    def metadata(self) -> dict[str, Any]:
+        """The metaData action (id, schemaString, partitionColumns, configuration, ...)."""
+        return self._raw.metadata()
+
+    def files(self) -> pa.Table:
+        """Live files: path, size, num_records, logical_rows, tight_bounds, the DV
+        descriptor fields (``dv_*``), and ``partition_values`` (typed struct)."""
+        return pa.table(self._raw.files())
+
+    def deletion_vectors(self) -> dict[str, DeletionVector]:
+        """The deletion vector of every live file that has one, by file path."""
+        return dict(self._raw.deletion_vectors())
+
+    def count(self) -> int:
+        """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""
+        files = self.files()
+        if files.num_rows and files["logical_rows"].null_count:
+            raise ValueError("some files have no numRecords statistics")
+        return int(pc.sum(files["logical_rows"]).as_py() or 0)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """commitInfo of each commit, newest first, with ``version`` and ``timestamp``."""
+        return self._raw.history(limit)
+
+    def load_as_version(self, version: int | datetime | str) -> None:
+        """Reload at a version number, or at the latest commit at or before a
+        timestamp (``datetime``, naive = UTC, or an ISO-8601 string)."""
+        if isinstance(version, bool):
+            raise TypeError("version must be an int, datetime or ISO-8601 string")
+        if isinstance(version, int):
+            self._raw.load_version(version)
+            return
+        if isinstance(version, str):
+            version = datetime.fromisoformat(version)
+        if isinstance(version, datetime):
+            if version.tzinfo is None:
+                version = version.replace(tzinfo=timezone.utc)
+            self._raw.load_timestamp(int(version.timestamp() * 1000))
+            return
+        raise TypeError(f"version must be an int, datetime or ISO-8601 string, not {version!r}")
+
+    def update_incremental(self) -> None:
+        """Reload at the latest version."""
+        self._raw.load_version(None)
+
+    def request_counts(self) -> dict[str, int]:
+        """Object-store requests made through this table: gets, puts, lists, deletes, heads."""
+        return self._raw.request_counts()
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self.table_uri!r}, version={self.version()})"

@@ -1,0 +1,237 @@
+//! Bindings for snapshots: `RawDeltaTable` (wrapped by `deltadv.DeltaTable` in
+//! Python) and Arrow export through the PyCapsule interface.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use super::{to_py, DeletionVector};
+use crate::io::{block_on, TableStore};
+use crate::snapshot::Snapshot;
+
+const STREAM_NAME: &CStr = c"arrow_array_stream";
+const SCHEMA_NAME: &CStr = c"arrow_schema";
+
+/// Record batches exported once through `__arrow_c_stream__`.
+#[pyclass(module = "deltadv._core")]
+pub struct ArrowStream {
+    schema: SchemaRef,
+    batches: Mutex<Option<Vec<RecordBatch>>>,
+}
+
+impl ArrowStream {
+    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        ArrowStream {
+            schema,
+            batches: Mutex::new(Some(batches)),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// Arrow PyCapsule interface: hand the batches over (once).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches = self
+            .batches
+            .lock()
+            .ok()
+            .and_then(|mut g| g.take())
+            .ok_or_else(|| PyValueError::new_err("this Arrow stream was already consumed"))?;
+        let reader = RecordBatchIterator::new(
+            batches.into_iter().map(Ok::<_, ArrowError>),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, STREAM_NAME)
+    }
+
+    /// Arrow PyCapsule interface for the schema.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+}
+
+fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)
+}
+
+/// An Arrow schema exported through `__arrow_c_schema__`.
+#[pyclass(module = "deltadv._core", frozen)]
+pub struct ArrowSchema {
+    schema: SchemaRef,
+}
+
+#[pymethods]
+impl ArrowSchema {
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+}
+
+/// A table at one version (the native half of `deltadv.DeltaTable`).
+#[pyclass(module = "deltadv._core")]
+pub struct RawDeltaTable {
+    uri: String,
+    options: HashMap<String, String>,
+    store: TableStore,
+    snapshot: Arc<Snapshot>,
+}
+
+fn json_to_py<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+#[pymethods]
+impl RawDeltaTable {
+    #[new]
+    #[pyo3(signature = (table_uri, version=None, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        table_uri: String,
+        version: Option<u64>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        let (store, snapshot) = py
+            .detach(|| -> crate::Result<_> {
+                let store = TableStore::open(&table_uri, &options)?;
+                let snapshot = block_on(Snapshot::load(store.clone(), version))??;
+                Ok((store, snapshot))
+            })
+            .map_err(to_py)?;
+        Ok(RawDeltaTable {
+            uri: table_uri,
+            options,
+            store,
+            snapshot: Arc::new(snapshot),
+        })
+    }
+
+    #[getter]
+    fn table_uri(&self) -> &str {
+        &self.uri
+    }
+
+    fn version(&self) -> u64 {
+        self.snapshot.version()
+    }
+
+    /// Commit timestamp of the loaded version, ms since the epoch.
+    fn timestamp(&self) -> Option<i64> {
+        self.snapshot.timestamp()
+    }
+
+    fn arrow_schema(&self) -> PyResult<ArrowSchema> {
+        let schema = self.snapshot.arrow_schema().map_err(to_py)?;
+        Ok(ArrowSchema {
+            schema: Arc::new(schema),
+        })
+    }
+
+    fn schema_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?
+            .call_method1("loads", (&self.snapshot.metadata().schema_string,))
+    }
+
+    fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, self.snapshot.protocol())
+    }
+
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, self.snapshot.metadata())
+    }
+
+    fn files(&self, py: Python<'_>) -> PyResult<ArrowStream> {
+        let batch = py.detach(|| self.snapshot.files_batch()).map_err(to_py)?;
+        Ok(ArrowStream::new(batch.schema(), vec![batch]))
+    }
+
+    /// `[(path, DeletionVector)]` for every live file with a DV (one GET per DV file).
+    fn deletion_vectors(&self, py: Python<'_>) -> PyResult<Vec<(String, DeletionVector)>> {
+        let loaded = py
+            .detach(|| block_on(self.snapshot.deletion_vectors()))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        let files = self.snapshot.files();
+        Ok(loaded
+            .into_iter()
+            .filter_map(|(i, map)| {
+                files
+                    .get(i)
+                    .map(|f| (f.path.clone(), DeletionVector::from_map(map)))
+            })
+            .collect())
+    }
+
+    #[pyo3(signature = (limit=None))]
+    fn history<'py>(&self, py: Python<'py>, limit: Option<usize>) -> PyResult<Bound<'py, PyAny>> {
+        let entries = py
+            .detach(|| block_on(self.snapshot.history(limit)))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        json_to_py(py, &entries)
+    }
+
+    /// Reload at `version` (None = latest).
+    #[pyo3(signature = (version=None))]
+    fn load_version(&mut self, py: Python<'_>, version: Option<u64>) -> PyResult<()> {
+        let store = self.store.clone();
+        let snapshot = py
+            .detach(|| block_on(Snapshot::load(store, version)))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.snapshot = Arc::new(snapshot);
+        Ok(())
+    }
+
+    /// Reload at the latest version committed at or before `timestamp_ms`.
+    fn load_timestamp(&mut self, py: Python<'_>, timestamp_ms: i64) -> PyResult<()> {
+        let store = self.store.clone();
+        let snapshot = py
+            .detach(|| {
+                block_on(async {
+                    let v = Snapshot::version_at(&store, timestamp_ms).await?;
+                    Snapshot::load(store.clone(), Some(v)).await
+                })
+            })
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.snapshot = Arc::new(snapshot);
+        Ok(())
+    }
+
+    /// Requests made by this table so far: gets, puts, lists, deletes, heads.
+    fn request_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.store.counts();
+        let d = PyDict::new(py);
+        d.set_item("gets", c.gets)?;
+        d.set_item("puts", c.puts)?;
+        d.set_item("lists", c.lists)?;
+        d.set_item("deletes", c.deletes)?;
+        d.set_item("heads", c.heads)?;
+        Ok(d)
+    }
+
+    #[getter]
+    fn storage_options(&self) -> HashMap<String, String> {
+        self.options.clone()
+    }
+}

@@ -1,0 +1,85 @@
+"""Build small Delta tables with DVs by hand (pyarrow parquet + JSON log), for tests
+that need shapes the golden corpus lacks (e.g. many data files sharing one DV file)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deltadv import DeletionVector, write_deletion_vectors
+
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "value", "type": "string", "nullable": True, "metadata": {}},
+    ],
+}
+
+
+def make_table(
+    root: Path, files: int, rows_per_file: int, deleted: dict[int, list[int]]
+) -> dict[str, Any]:
+    """Write `files` parquet files of `rows_per_file` rows (ids consecutive) and one
+    commit adding them, with the DVs of `deleted` (file index -> row indexes) packed
+    into ONE DV file. Returns {"rows": logical rows, "dv_files": 1 or 0}."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "_delta_log").mkdir(exist_ok=True)
+    order = sorted(deleted)
+    descriptors = (
+        write_deletion_vectors(str(root), [DeletionVector(deleted[i]) for i in order])
+        if order
+        else []
+    )
+    by_file = dict(zip(order, descriptors, strict=True))
+    now = int(time.time() * 1000)
+    actions: list[dict[str, Any]] = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        },
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(SCHEMA),
+                "partitionColumns": [],
+                "configuration": {"delta.enableDeletionVectors": "true"},
+                "createdTime": now,
+            }
+        },
+    ]
+    logical = 0
+    for f in range(files):
+        ids = pa.array(range(f * rows_per_file, (f + 1) * rows_per_file), pa.int64())
+        table = pa.table({"id": ids, "value": pa.array([f"v{i}" for i in ids.to_pylist()])})
+        name = f"part-{f:05d}-{uuid.uuid4()}.parquet"
+        pq.write_table(table, root / name)
+        d = by_file.get(f)
+        stats = {"numRecords": rows_per_file, "tightBounds": d is None}
+        add: dict[str, Any] = {
+            "path": name,
+            "partitionValues": {},
+            "size": (root / name).stat().st_size,
+            "modificationTime": now,
+            "dataChange": True,
+            "stats": json.dumps(stats),
+        }
+        if d is not None:
+            add["deletionVector"] = d.to_json()
+        actions.append({"add": add})
+        logical += rows_per_file - (d.cardinality if d is not None else 0)
+    with open(root / "_delta_log" / f"{0:020}.json", "w") as out:
+        for a in actions:
+            out.write(json.dumps(a) + "\n")
+    return {"rows": logical, "dv_files": 1 if order else 0}
