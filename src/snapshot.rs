@@ -18,6 +18,7 @@ use crate::dv;
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
+use crate::log::checkpoint::{split_batch, AddColumns};
 use crate::log::replay::{normalize_path, Replayer};
 use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogFileKind, LogSegment};
@@ -67,6 +68,19 @@ pub fn check_protocol(protocol: &Protocol) -> Result<()> {
     Ok(())
 }
 
+/// `numRecords` and `tightBounds` of a stats string (absent stats: both unknown).
+fn record_count(stats: Option<&str>, file: &str) -> Result<RecordCount> {
+    match stats {
+        Some(s) if !s.is_empty() => {
+            serde_json::from_str::<RecordCount>(s).map_err(|source| Error::Json {
+                context: format!("stats of {file}"),
+                source,
+            })
+        }
+        _ => Ok(RecordCount::default()),
+    }
+}
+
 /// A live data file with the fields a reader needs.
 #[derive(Debug, Clone)]
 pub struct LiveFile {
@@ -79,15 +93,7 @@ pub struct LiveFile {
 
 impl LiveFile {
     fn new(add: Add) -> Result<Self> {
-        let counts = match add.stats.as_deref() {
-            Some(s) if !s.is_empty() => {
-                serde_json::from_str::<RecordCount>(s).map_err(|source| Error::Json {
-                    context: format!("stats of {}", add.path),
-                    source,
-                })?
-            }
-            _ => RecordCount::default(),
-        };
+        let counts = record_count(add.stats.as_deref(), &add.path)?;
         Ok(LiveFile {
             path: normalize_path(&add.path),
             num_records: counts.num_records,
@@ -117,7 +123,10 @@ pub struct Snapshot {
     metadata: Metadata,
     schema: StructType,
     column_mapping: ColumnMappingMode,
-    files: Vec<LiveFile>,
+    /// Live files added by commits after the checkpoint (newest first).
+    commit_files: Vec<LiveFile>,
+    /// Live `add` rows of the checkpoint, columnar.
+    checkpoint_adds: Vec<AddColumns>,
     tombstones: Vec<Remove>,
     txns: HashMap<String, Txn>,
     /// Timestamp (ms) of this version's commit.
@@ -153,9 +162,11 @@ fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Decode checkpoint parquet into actions: each row holds one action; rows
-/// are rendered as JSON objects (nulls omitted) and parsed like commit lines.
-pub fn parse_checkpoint_parquet(bytes: Bytes, file: &str) -> Result<Vec<Action>> {
+/// Decode checkpoint parquet: `add` rows stay columnar, other actions are parsed.
+pub fn parse_checkpoint_parquet(
+    bytes: Bytes,
+    file: &str,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
     let descr = builder.parquet_schema();
@@ -167,36 +178,33 @@ pub fn parse_checkpoint_parquet(bytes: Bytes, file: &str) -> Result<Vec<Action>>
             let parts = c.path().parts();
             let top = parts.first().map(String::as_str).unwrap_or("");
             let second = parts.get(1).map(String::as_str).unwrap_or("");
-            CHECKPOINT_COLUMNS.contains(&top) && !(top == "add" && second.ends_with("_parsed"))
+            CHECKPOINT_COLUMNS.contains(&top) && !second.ends_with("_parsed")
         })
         .map(|(i, _)| i)
         .collect();
     let mask = ProjectionMask::leaves(descr, leaves);
     let reader = builder
         .with_projection(mask)
-        .with_batch_size(8192)
+        .with_batch_size(65_536)
         .build()
         .map_err(|e| parquet_error(file, e))?;
-    let mut out = Vec::new();
+    let mut adds = Vec::new();
+    let mut others = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| parquet_error(file, e))?;
-        let mut buf = Vec::new();
-        {
-            let mut writer = arrow_json::LineDelimitedWriter::new(&mut buf);
-            writer.write(&batch).map_err(|e| parquet_error(file, e))?;
-            writer.finish().map_err(|e| parquet_error(file, e))?;
-        }
-        for (i, line) in buf.split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let value: Value = serde_json::from_slice(line).map_err(|e| parquet_error(file, e))?;
-            if let Some(action) = Action::from_value(value, file, i + 1)? {
-                out.push(action);
-            }
-        }
+        let split = split_batch(&batch, file)?;
+        adds.extend(split.adds);
+        others.extend(split.others);
     }
-    Ok(out)
+    Ok((adds, others))
+}
+
+/// A checkpoint, read: its live-candidate add rows, its other actions, and
+/// how many actions it holds.
+struct CheckpointData {
+    adds: Vec<AddColumns>,
+    others: Vec<Action>,
+    count: u64,
 }
 
 impl Snapshot {
@@ -237,9 +245,9 @@ impl Snapshot {
         hint: Option<LastCheckpoint>,
     ) -> Result<Snapshot> {
         // Commits newest first, fetched concurrently (order kept).
-        let commit_files: Vec<LogFile> = segment.commits.iter().rev().cloned().collect();
+        let commit_logs: Vec<LogFile> = segment.commits.iter().rev().cloned().collect();
         let store_ref = &store;
-        let mut fetched = futures::stream::iter(commit_files.into_iter().map(|f| async move {
+        let mut fetched = futures::stream::iter(commit_logs.into_iter().map(|f| async move {
             let name = format!("_delta_log/{}", f.name);
             let bytes = store_ref.get(&store_ref.path(&name)).await?;
             let actions = actions::parse_commit(&bytes, &name)?;
@@ -258,12 +266,13 @@ impl Snapshot {
         }
         drop(fetched);
 
+        let mut checkpoint_adds = Vec::new();
         if !segment.checkpoint.is_empty() {
-            let count = read_checkpoint(&store, &segment.checkpoint, &mut replayer).await?;
+            let data = read_checkpoint(&store, &segment.checkpoint).await?;
             if let (Some(h), Some(cv)) = (&hint, segment.checkpoint_version) {
                 if h.version == cv {
                     if let Some(size) = h.size {
-                        if size != count {
+                        if size != data.count {
                             let name = segment
                                 .checkpoint
                                 .first()
@@ -272,13 +281,23 @@ impl Snapshot {
                             return Err(Error::CorruptLog {
                                 file: format!("_delta_log/{name}"),
                                 detail: format!(
-                                    "_last_checkpoint says the checkpoint holds {size} actions, it holds {count}"
+                                    "_last_checkpoint says the checkpoint holds {size} actions, it holds {}",
+                                    data.count
                                 ),
                             });
                         }
                     }
                 }
             }
+            for adds in data.adds {
+                let keep = replayer.checkpoint_mask(&adds);
+                checkpoint_adds.push(if keep.true_count() == keep.len() {
+                    adds
+                } else {
+                    adds.filter(&keep)?
+                });
+            }
+            replayer.apply_checkpoint(data.others);
         }
         if timestamp.is_none() {
             timestamp = segment.last_commit.as_ref().map(|f| f.last_modified);
@@ -296,7 +315,7 @@ impl Snapshot {
         })?;
         let schema = StructType::parse(&metadata.schema_string)?;
         let column_mapping = schema::column_mapping_mode(&metadata.configuration)?;
-        let files = result
+        let commit_files = result
             .files
             .into_iter()
             .map(LiveFile::new)
@@ -309,7 +328,8 @@ impl Snapshot {
             metadata,
             schema,
             column_mapping,
-            files,
+            commit_files,
+            checkpoint_adds,
             tombstones: result.tombstones,
             txns: result.txns,
             timestamp,
@@ -334,9 +354,63 @@ impl Snapshot {
     pub fn column_mapping(&self) -> ColumnMappingMode {
         self.column_mapping
     }
-    pub fn files(&self) -> &[LiveFile] {
-        &self.files
+    /// Number of live files.
+    pub fn num_files(&self) -> usize {
+        self.commit_files.len()
+            + self
+                .checkpoint_adds
+                .iter()
+                .map(AddColumns::len)
+                .sum::<usize>()
     }
+
+    /// All live files, materialized (commit files first, then checkpoint rows).
+    pub fn files(&self) -> Result<Vec<LiveFile>> {
+        let mut out = Vec::with_capacity(self.num_files());
+        out.extend(self.commit_files.iter().cloned());
+        for adds in &self.checkpoint_adds {
+            for i in 0..adds.len() {
+                out.push(LiveFile::new(adds.add(i)?)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Path (URL-decoded) of live file `index` in [`Snapshot::files`] order.
+    pub fn file_path(&self, index: usize) -> Option<String> {
+        if let Some(f) = self.commit_files.get(index) {
+            return Some(f.path.clone());
+        }
+        let mut i = index - self.commit_files.len();
+        for adds in &self.checkpoint_adds {
+            if i < adds.len() {
+                return Some(normalize_path(adds.raw_path(i)));
+            }
+            i -= adds.len();
+        }
+        None
+    }
+
+    /// DV descriptors of live files, with their index in [`Snapshot::files`] order.
+    pub fn dv_descriptors(&self) -> Result<Vec<(usize, crate::DeletionVectorDescriptor)>> {
+        let mut out: Vec<(usize, crate::DeletionVectorDescriptor)> = self
+            .commit_files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.add.deletion_vector.clone().map(|d| (i, d)))
+            .collect();
+        let mut base = self.commit_files.len();
+        for adds in &self.checkpoint_adds {
+            for i in 0..adds.len() {
+                if let Some(d) = adds.descriptor(i)? {
+                    out.push((base + i, d));
+                }
+            }
+            base += adds.len();
+        }
+        Ok(out)
+    }
+
     pub fn tombstones(&self) -> &[Remove] {
         &self.tombstones
     }
@@ -354,7 +428,21 @@ impl Snapshot {
 
     /// Logical rows (Σ numRecords − Σ cardinality), if every file has stats.
     pub fn logical_rows(&self) -> Option<i64> {
-        self.files.iter().map(LiveFile::logical_rows).sum()
+        let mut total = 0i64;
+        for f in &self.commit_files {
+            total += f.logical_rows()?;
+        }
+        for adds in &self.checkpoint_adds {
+            for i in 0..adds.len() {
+                let counts = record_count(adds.stats(i), adds.raw_path(i)).ok()?;
+                let deleted = adds
+                    .descriptor(i)
+                    .ok()?
+                    .map_or(0, |d| d.cardinality() as i64);
+                total += counts.num_records? - deleted;
+            }
+        }
+        Some(total)
     }
 
     /// The table's Arrow schema (logical names).
@@ -365,23 +453,18 @@ impl Snapshot {
     /// Load the DVs of all live files that have one, keyed by position in
     /// [`Snapshot::files`]. One GET per DV file (ranges coalesced).
     pub async fn deletion_vectors(&self) -> Result<Vec<(usize, RoaringTreemap)>> {
-        let with_dv: Vec<(usize, &crate::DeletionVectorDescriptor)> = self
-            .files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.add.deletion_vector.as_ref().map(|d| (i, d)))
-            .collect();
+        let with_dv = self.dv_descriptors()?;
         let descriptors: Vec<&crate::DeletionVectorDescriptor> =
-            with_dv.iter().map(|(_, d)| *d).collect();
+            with_dv.iter().map(|(_, d)| d).collect();
         let maps = dv::load_many(&self.store, &descriptors).await?;
-        Ok(with_dv.into_iter().map(|(i, _)| i).zip(maps).collect())
+        Ok(with_dv.iter().map(|(i, _)| *i).zip(maps).collect())
     }
 
     /// The live files as one Arrow batch: path, size, modification_time,
     /// data_change, num_records, logical_rows, tight_bounds, the DV descriptor
     /// fields, and `partition_values` (a struct of typed columns, logical names).
     pub fn files_batch(&self) -> Result<RecordBatch> {
-        let n = self.files.len();
+        let n = self.num_files();
         let mut path = StringBuilder::with_capacity(n, n * 64);
         let mut size = Int64Builder::with_capacity(n);
         let mut mtime = Int64Builder::with_capacity(n);
@@ -395,7 +478,27 @@ impl Snapshot {
         let mut dv_size = Int64Builder::with_capacity(n);
         let mut dv_card = Int64Builder::with_capacity(n);
         let mut dv_id = StringBuilder::new();
-        for f in &self.files {
+        let partitioned = !self.metadata.partition_columns.is_empty();
+        let mut partition_maps: Vec<HashMap<String, Option<String>>> = Vec::new();
+        let mut push_dv = |d: Option<&crate::DeletionVectorDescriptor>| match d {
+            Some(d) => {
+                dv_type.append_value(d.storage_type().code());
+                dv_path.append_value(d.path_or_inline_dv());
+                dv_offset.append_option(d.offset().map(i64::from));
+                dv_size.append_value(i64::from(d.size_in_bytes()));
+                dv_card.append_value(d.cardinality() as i64);
+                dv_id.append_value(d.unique_id());
+            }
+            None => {
+                dv_type.append_null();
+                dv_path.append_null();
+                dv_offset.append_null();
+                dv_size.append_null();
+                dv_card.append_null();
+                dv_id.append_null();
+            }
+        };
+        for f in &self.commit_files {
             path.append_value(&f.path);
             size.append_value(f.add.size);
             mtime.append_value(f.add.modification_time);
@@ -403,33 +506,45 @@ impl Snapshot {
             num_records.append_option(f.num_records);
             logical.append_option(f.logical_rows());
             tight.append_value(f.tight_bounds.unwrap_or(true));
-            match &f.add.deletion_vector {
-                Some(d) => {
-                    dv_type.append_value(d.storage_type().code());
-                    dv_path.append_value(d.path_or_inline_dv());
-                    dv_offset.append_option(d.offset().map(i64::from));
-                    dv_size.append_value(i64::from(d.size_in_bytes()));
-                    dv_card.append_value(d.cardinality() as i64);
-                    dv_id.append_value(d.unique_id());
+            push_dv(f.add.deletion_vector.as_ref());
+            if partitioned {
+                partition_maps.push(f.add.partition_values.clone());
+            }
+        }
+        for adds in &self.checkpoint_adds {
+            for i in 0..adds.len() {
+                let raw = adds.raw_path(i);
+                if raw.contains('%') {
+                    path.append_value(normalize_path(raw));
+                } else {
+                    path.append_value(raw);
                 }
-                None => {
-                    dv_type.append_null();
-                    dv_path.append_null();
-                    dv_offset.append_null();
-                    dv_size.append_null();
-                    dv_card.append_null();
-                    dv_id.append_null();
+                size.append_value(adds.size(i));
+                mtime.append_value(adds.modification_time(i));
+                data_change.append_value(adds.data_change(i));
+                let counts = record_count(adds.stats(i), raw)?;
+                let descriptor = adds.descriptor(i)?;
+                let deleted = descriptor.as_ref().map_or(0, |d| d.cardinality() as i64);
+                num_records.append_option(counts.num_records);
+                logical.append_option(counts.num_records.map(|r| r - deleted));
+                tight.append_value(counts.tight_bounds.unwrap_or(true));
+                push_dv(descriptor.as_ref());
+                if partitioned {
+                    partition_maps.push(adds.partition_values(i));
                 }
             }
         }
-        let values: Vec<&HashMap<String, Option<String>>> =
-            self.files.iter().map(|f| &f.add.partition_values).collect();
-        let partitions = schema::partition_arrays(
-            &self.schema,
-            &self.metadata.partition_columns,
-            self.column_mapping,
-            &values,
-        )?;
+        let values: Vec<&HashMap<String, Option<String>>> = partition_maps.iter().collect();
+        let partitions = if partitioned {
+            schema::partition_arrays(
+                &self.schema,
+                &self.metadata.partition_columns,
+                self.column_mapping,
+                &values,
+            )?
+        } else {
+            Vec::new()
+        };
         let (pfields, parrays): (Vec<Field>, Vec<ArrayRef>) = partitions.into_iter().unzip();
         let partition_struct: ArrayRef = if pfields.is_empty() {
             Arc::new(StructArray::new_empty_fields(n, None))
@@ -563,13 +678,8 @@ fn commit_timestamp(actions: &[Action]) -> Option<i64> {
     })
 }
 
-/// Read a checkpoint (classic single/multi-part, or V2 with sidecars) into the
-/// replayer. Returns the number of actions it holds.
-async fn read_checkpoint(
-    store: &TableStore,
-    files: &[LogFile],
-    replayer: &mut Replayer,
-) -> Result<u64> {
+/// Read a checkpoint (classic single/multi-part, or V2 with sidecars).
+async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<CheckpointData> {
     let fetched: Vec<(String, Bytes)> =
         futures::future::try_join_all(files.iter().map(|f| async move {
             let name = format!("_delta_log/{}", f.name);
@@ -577,20 +687,25 @@ async fn read_checkpoint(
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
-    let mut count = 0u64;
+    let mut data = CheckpointData {
+        adds: Vec::new(),
+        others: Vec::new(),
+        count: 0,
+    };
     let mut sidecars = Vec::new();
     for ((name, bytes), f) in fetched.into_iter().zip(files) {
-        let actions = match f.kind {
-            LogFileKind::V2Checkpoint { parquet: false } => actions::parse_commit(&bytes, &name)?,
+        let (adds, others) = match f.kind {
+            LogFileKind::V2Checkpoint { parquet: false } => {
+                (Vec::new(), actions::parse_commit(&bytes, &name)?)
+            }
             _ => parse_checkpoint_parquet(bytes, &name)?,
         };
-        for a in &actions {
+        for a in &others {
             if let Action::Sidecar(s) = a {
                 sidecars.push(s.path.clone());
             }
         }
-        count += actions.len() as u64;
-        replayer.apply_checkpoint(actions);
+        data.absorb(adds, others);
     }
     let fetched: Vec<(String, Bytes)> =
         futures::future::try_join_all(sidecars.iter().map(|p| async move {
@@ -606,9 +721,16 @@ async fn read_checkpoint(
         }))
         .await?;
     for (name, bytes) in fetched {
-        let actions = parse_checkpoint_parquet(bytes, &name)?;
-        count += actions.len() as u64;
-        replayer.apply_checkpoint(actions);
+        let (adds, others) = parse_checkpoint_parquet(bytes, &name)?;
+        data.absorb(adds, others);
     }
-    Ok(count)
+    Ok(data)
+}
+
+impl CheckpointData {
+    fn absorb(&mut self, adds: Vec<AddColumns>, others: Vec<Action>) {
+        self.count += others.len() as u64 + adds.iter().map(|a| a.len() as u64).sum::<u64>();
+        self.adds.extend(adds);
+        self.others.extend(others);
+    }
 }

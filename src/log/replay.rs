@@ -114,6 +114,34 @@ impl Replayer {
         }
     }
 
+    /// Which checkpoint `add` rows are still live: those whose (path, DV id)
+    /// no newer commit has touched. Only rows whose path a commit touched need
+    /// their key built.
+    pub fn checkpoint_mask(
+        &self,
+        adds: &crate::log::checkpoint::AddColumns,
+    ) -> arrow_array::BooleanArray {
+        if self.seen.is_empty() {
+            return arrow_array::BooleanArray::from(vec![true; adds.len()]);
+        }
+        let touched: HashSet<&str> = self.seen.iter().map(|(p, _)| p.as_str()).collect();
+        (0..adds.len())
+            .map(|i| {
+                let raw = adds.raw_path(i);
+                let decoded: std::borrow::Cow<'_, str> = if raw.contains('%') {
+                    std::borrow::Cow::Owned(normalize_path(raw))
+                } else {
+                    std::borrow::Cow::Borrowed(raw)
+                };
+                if !touched.contains(decoded.as_ref()) {
+                    return Some(true);
+                }
+                let key = (decoded.into_owned(), adds.dv_unique_id(i));
+                Some(!self.seen.contains(&key))
+            })
+            .collect()
+    }
+
     /// Whether protocol and metadata are both known (older files can't change them).
     pub fn has_protocol_and_metadata(&self) -> bool {
         self.out.protocol.is_some() && self.out.metadata.is_some()

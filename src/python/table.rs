@@ -170,13 +170,12 @@ impl RawDeltaTable {
             .detach(|| block_on(self.snapshot.deletion_vectors()))
             .map_err(to_py)?
             .map_err(to_py)?;
-        let files = self.snapshot.files();
         Ok(loaded
             .into_iter()
             .filter_map(|(i, map)| {
-                files
-                    .get(i)
-                    .map(|f| (f.path.clone(), DeletionVector::from_map(map)))
+                self.snapshot
+                    .file_path(i)
+                    .map(|p| (p, DeletionVector::from_map(map)))
             })
             .collect())
     }

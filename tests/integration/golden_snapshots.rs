@@ -83,15 +83,17 @@ fn golden_tables_at_every_stated_version() {
             "{table}"
         );
         assert_eq!(
-            snap.files().len() as u64,
+            snap.num_files() as u64,
             stats["live_files"].as_u64().unwrap(),
             "{table}"
         );
-        let with_dv = snap
-            .files()
+        let materialized = snap.files().unwrap();
+        assert_eq!(materialized.len(), snap.num_files());
+        let with_dv = materialized
             .iter()
             .filter(|f| f.add.deletion_vector.is_some())
             .count();
+        assert_eq!(with_dv, snap.dv_descriptors().unwrap().len());
         assert_eq!(
             with_dv as u64,
             stats["live_files_with_dv"].as_u64().unwrap(),
