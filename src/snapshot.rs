@@ -125,8 +125,8 @@ pub struct Snapshot {
     column_mapping: ColumnMappingMode,
     /// Live files added by commits after the checkpoint (newest first).
     commit_files: Vec<LiveFile>,
-    /// Live `add` rows of the checkpoint, columnar.
-    checkpoint_adds: Vec<AddColumns>,
+    /// The checkpoint's `add` rows, columnar, with the indexes of the live ones.
+    checkpoint_adds: Vec<(AddColumns, Vec<usize>)>,
     tombstones: Vec<Remove>,
     txns: HashMap<String, Txn>,
     /// Timestamp (ms) of this version's commit.
@@ -178,7 +178,15 @@ pub fn parse_checkpoint_parquet(
             let parts = c.path().parts();
             let top = parts.first().map(String::as_str).unwrap_or("");
             let second = parts.get(1).map(String::as_str).unwrap_or("");
-            CHECKPOINT_COLUMNS.contains(&top) && !second.ends_with("_parsed")
+            {
+                let third = parts.get(2).map(String::as_str).unwrap_or("");
+                CHECKPOINT_COLUMNS.contains(&top)
+                    && (!second.ends_with("_parsed")
+                        || (top == "add"
+                            && second == "stats_parsed"
+                            && parts.len() == 3
+                            && matches!(third, "numRecords" | "tightBounds")))
+            }
         })
         .map(|(i, _)| i)
         .collect();
@@ -290,12 +298,8 @@ impl Snapshot {
                 }
             }
             for adds in data.adds {
-                let keep = replayer.checkpoint_mask(&adds);
-                checkpoint_adds.push(if keep.true_count() == keep.len() {
-                    adds
-                } else {
-                    adds.filter(&keep)?
-                });
+                let live = replayer.checkpoint_live_rows(&adds);
+                checkpoint_adds.push((adds, live));
             }
             replayer.apply_checkpoint(data.others);
         }
@@ -360,7 +364,7 @@ impl Snapshot {
             + self
                 .checkpoint_adds
                 .iter()
-                .map(AddColumns::len)
+                .map(|(_, live)| live.len())
                 .sum::<usize>()
     }
 
@@ -368,8 +372,8 @@ impl Snapshot {
     pub fn files(&self) -> Result<Vec<LiveFile>> {
         let mut out = Vec::with_capacity(self.num_files());
         out.extend(self.commit_files.iter().cloned());
-        for adds in &self.checkpoint_adds {
-            for i in 0..adds.len() {
+        for (adds, live) in &self.checkpoint_adds {
+            for &i in live {
                 out.push(LiveFile::new(adds.add(i)?)?);
             }
         }
@@ -382,11 +386,11 @@ impl Snapshot {
             return Some(f.path.clone());
         }
         let mut i = index - self.commit_files.len();
-        for adds in &self.checkpoint_adds {
-            if i < adds.len() {
-                return Some(normalize_path(adds.raw_path(i)));
+        for (adds, live) in &self.checkpoint_adds {
+            if let Some(&row) = live.get(i) {
+                return Some(normalize_path(adds.raw_path(row)));
             }
-            i -= adds.len();
+            i -= live.len();
         }
         None
     }
@@ -400,13 +404,13 @@ impl Snapshot {
             .filter_map(|(i, f)| f.add.deletion_vector.clone().map(|d| (i, d)))
             .collect();
         let mut base = self.commit_files.len();
-        for adds in &self.checkpoint_adds {
-            for i in 0..adds.len() {
+        for (adds, live) in &self.checkpoint_adds {
+            for (k, &i) in live.iter().enumerate() {
                 if let Some(d) = adds.descriptor(i)? {
-                    out.push((base + i, d));
+                    out.push((base + k, d));
                 }
             }
-            base += adds.len();
+            base += live.len();
         }
         Ok(out)
     }
@@ -432,14 +436,14 @@ impl Snapshot {
         for f in &self.commit_files {
             total += f.logical_rows()?;
         }
-        for adds in &self.checkpoint_adds {
-            for i in 0..adds.len() {
-                let counts = record_count(adds.stats(i), adds.raw_path(i)).ok()?;
+        for (adds, live) in &self.checkpoint_adds {
+            for &i in live {
+                let (num_records, _) = adds.record_count(i).ok()?;
                 let deleted = adds
                     .descriptor(i)
                     .ok()?
                     .map_or(0, |d| d.cardinality() as i64);
-                total += counts.num_records? - deleted;
+                total += num_records? - deleted;
             }
         }
         Some(total)
@@ -511,8 +515,8 @@ impl Snapshot {
                 partition_maps.push(f.add.partition_values.clone());
             }
         }
-        for adds in &self.checkpoint_adds {
-            for i in 0..adds.len() {
+        for (adds, live) in &self.checkpoint_adds {
+            for &i in live {
                 let raw = adds.raw_path(i);
                 if raw.contains('%') {
                     path.append_value(normalize_path(raw));
@@ -522,12 +526,12 @@ impl Snapshot {
                 size.append_value(adds.size(i));
                 mtime.append_value(adds.modification_time(i));
                 data_change.append_value(adds.data_change(i));
-                let counts = record_count(adds.stats(i), raw)?;
+                let (records, tight_bounds) = adds.record_count(i)?;
                 let descriptor = adds.descriptor(i)?;
                 let deleted = descriptor.as_ref().map_or(0, |d| d.cardinality() as i64);
-                num_records.append_option(counts.num_records);
-                logical.append_option(counts.num_records.map(|r| r - deleted));
-                tight.append_value(counts.tight_bounds.unwrap_or(true));
+                num_records.append_option(records);
+                logical.append_option(records.map(|r| r - deleted));
+                tight.append_value(tight_bounds.unwrap_or(true));
                 push_dv(descriptor.as_ref());
                 if partitioned {
                     partition_maps.push(adds.partition_values(i));
@@ -729,7 +733,7 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
 
 impl CheckpointData {
     fn absorb(&mut self, adds: Vec<AddColumns>, others: Vec<Action>) {
-        self.count += others.len() as u64 + adds.iter().map(|a| a.len() as u64).sum::<u64>();
+        self.count += others.len() as u64 + adds.iter().map(|a| a.num_adds() as u64).sum::<u64>();
         self.adds.extend(adds);
         self.others.extend(others);
     }

@@ -88,6 +88,9 @@ pub struct AddColumns {
     modification_time: Option<Int64Array>,
     data_change: Option<BooleanArray>,
     stats: Option<StringArray>,
+    /// `stats_parsed.numRecords` / `.tightBounds`, when the checkpoint has them.
+    parsed_num_records: Option<Int64Array>,
+    parsed_tight_bounds: Option<BooleanArray>,
     partition_values: Option<MapArray>,
     tags: Option<MapArray>,
     dv: Option<DvColumns>,
@@ -127,7 +130,17 @@ impl AddColumns {
             None => None,
         };
         let map = |name: &str| child(adds, name).and_then(|a| a.as_map_opt().cloned());
+        let parsed = child(adds, "stats_parsed").and_then(|a| a.as_struct_opt().cloned());
+        let (parsed_num_records, parsed_tight_bounds) = match &parsed {
+            Some(p) => (
+                longs(p, "numRecords", file)?,
+                child(p, "tightBounds").and_then(|a| a.as_boolean_opt().cloned()),
+            ),
+            None => (None, None),
+        };
         Ok(AddColumns {
+            parsed_num_records,
+            parsed_tight_bounds,
             file: file.to_string(),
             path,
             size: longs(adds, "size", file)?,
@@ -174,6 +187,43 @@ impl AddColumns {
             .as_ref()
             .filter(|a| !a.is_null(i))
             .map(|a| a.value(i))
+    }
+
+    /// `(numRecords, tightBounds)` from `stats_parsed` when present, else from
+    /// the stats JSON.
+    pub fn record_count(&self, i: usize) -> Result<(Option<i64>, Option<bool>)> {
+        if let Some(n) = self.parsed_num_records.as_ref().filter(|n| n.is_valid(i)) {
+            let tight = self
+                .parsed_tight_bounds
+                .as_ref()
+                .filter(|t| t.is_valid(i))
+                .map(|t| t.value(i));
+            // Without a parsed tightBounds, only the JSON can say (absent = true).
+            if tight.is_some() || self.stats(i).is_none() {
+                return Ok((Some(n.value(i)), tight));
+            }
+        }
+        match self.stats(i) {
+            Some(s) if !s.is_empty() => {
+                let c: crate::log::actions::RecordCount =
+                    serde_json::from_str(s).map_err(|source| Error::Json {
+                        context: format!("stats of {}", self.raw_path(i)),
+                        source,
+                    })?;
+                Ok((c.num_records, c.tight_bounds))
+            }
+            _ => Ok((None, None)),
+        }
+    }
+
+    /// Number of rows that hold an add.
+    pub fn num_adds(&self) -> usize {
+        self.path.len() - self.path.null_count()
+    }
+
+    /// Whether row `i` holds an add (checkpoint rows of other actions do not).
+    pub fn is_add(&self, i: usize) -> bool {
+        self.path.is_valid(i)
     }
 
     pub fn partition_values(&self, i: usize) -> HashMap<String, Option<String>> {
@@ -261,51 +311,6 @@ impl AddColumns {
             clustering_provider: None,
         })
     }
-
-    /// Keep the rows where `keep` is true.
-    pub fn filter(&self, keep: &BooleanArray) -> Result<Self> {
-        let f = |a: &dyn Array| -> Result<ArrayRef> {
-            arrow_select::filter::filter(a, keep).map_err(|e| err(&self.file, e))
-        };
-        let f_str =
-            |a: &StringArray| -> Result<StringArray> { Ok(f(a)?.as_string::<i32>().clone()) };
-        let f_long = |a: &Int64Array| -> Result<Int64Array> {
-            Ok(f(a)?.as_primitive::<Int64Type>().clone())
-        };
-        let f_opt_long = |a: &Option<Int64Array>| a.as_ref().map(f_long).transpose();
-        let f_map = |a: &Option<MapArray>| -> Result<Option<MapArray>> {
-            a.as_ref().map(|m| Ok(f(m)?.as_map().clone())).transpose()
-        };
-        let dv = match &self.dv {
-            Some(d) => Some(DvColumns {
-                valid: f(&d.valid)?.as_struct().clone(),
-                storage_type: f_str(&d.storage_type)?,
-                path_or_inline_dv: f_str(&d.path_or_inline_dv)?,
-                offset: f_opt_long(&d.offset)?,
-                size_in_bytes: f_long(&d.size_in_bytes)?,
-                cardinality: f_long(&d.cardinality)?,
-                max_row_index: f_opt_long(&d.max_row_index)?,
-            }),
-            None => None,
-        };
-        Ok(AddColumns {
-            file: self.file.clone(),
-            path: f_str(&self.path)?,
-            size: f_opt_long(&self.size)?,
-            modification_time: f_opt_long(&self.modification_time)?,
-            data_change: self
-                .data_change
-                .as_ref()
-                .map(|a| Ok::<_, Error>(f(a)?.as_boolean().clone()))
-                .transpose()?,
-            stats: self.stats.as_ref().map(f_str).transpose()?,
-            partition_values: f_map(&self.partition_values)?,
-            tags: f_map(&self.tags)?,
-            dv,
-            base_row_id: f_opt_long(&self.base_row_id)?,
-            default_row_commit_version: f_opt_long(&self.default_row_commit_version)?,
-        })
-    }
 }
 
 /// One checkpoint batch split into its `add` rows (columnar) and every other
@@ -325,10 +330,8 @@ pub fn split_batch(batch: &RecordBatch, file: &str) -> Result<SplitBatch> {
         if field.name() == "add" {
             if let Some(s) = column.as_struct_opt() {
                 if s.null_count() < s.len() {
-                    let keep = BooleanArray::from_iter((0..s.len()).map(|i| Some(s.is_valid(i))));
-                    let filtered =
-                        arrow_select::filter::filter(s, &keep).map_err(|e| err(file, e))?;
-                    adds = Some(AddColumns::try_new(filtered.as_struct(), file)?);
+                    // Unfiltered: rows of other actions have a null path (see `is_add`).
+                    adds = Some(AddColumns::try_new(s, file)?);
                 }
             }
         } else if column.null_count() < column.len() {

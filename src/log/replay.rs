@@ -114,19 +114,19 @@ impl Replayer {
         }
     }
 
-    /// Which checkpoint `add` rows are still live: those whose (path, DV id)
-    /// no newer commit has touched. Only rows whose path a commit touched need
-    /// their key built.
-    pub fn checkpoint_mask(
-        &self,
-        adds: &crate::log::checkpoint::AddColumns,
-    ) -> arrow_array::BooleanArray {
-        if self.seen.is_empty() {
-            return arrow_array::BooleanArray::from(vec![true; adds.len()]);
-        }
+    /// Indexes of the checkpoint `add` rows that are still live: rows holding
+    /// an add whose (path, DV id) no newer commit has touched. Only rows whose
+    /// path a commit touched need their key built.
+    pub fn checkpoint_live_rows(&self, adds: &crate::log::checkpoint::AddColumns) -> Vec<usize> {
         let touched: HashSet<&str> = self.seen.iter().map(|(p, _)| p.as_str()).collect();
         (0..adds.len())
-            .map(|i| {
+            .filter(|&i| {
+                if !adds.is_add(i) {
+                    return false;
+                }
+                if touched.is_empty() {
+                    return true;
+                }
                 let raw = adds.raw_path(i);
                 let decoded: std::borrow::Cow<'_, str> = if raw.contains('%') {
                     std::borrow::Cow::Owned(normalize_path(raw))
@@ -134,10 +134,10 @@ impl Replayer {
                     std::borrow::Cow::Borrowed(raw)
                 };
                 if !touched.contains(decoded.as_ref()) {
-                    return Some(true);
+                    return true;
                 }
                 let key = (decoded.into_owned(), adds.dv_unique_id(i));
-                Some(!self.seen.contains(&key))
+                !self.seen.contains(&key)
             })
             .collect()
     }
