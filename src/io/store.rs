@@ -107,15 +107,6 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     store.clone() as Arc<dyn ObjectStore>
 }
 
-/// URL-decoded, non-empty segments of a URL path.
-fn decoded_segments(path: &str) -> impl Iterator<Item = String> + '_ {
-    path.split('/').filter(|s| !s.is_empty()).map(|s| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    })
-}
-
 /// A store path from raw (decoded) segments, kept literally: a `%` in a file
 /// name stays a `%` in the key, as Delta writers store it.
 fn raw_path(segments: impl Iterator<Item = String>) -> Result<Path> {
@@ -189,6 +180,17 @@ impl TableStore {
     /// (environment variables fill in what the options leave out).
     pub fn open(uri: &str, options: &HashMap<String, String>) -> Result<TableStore> {
         let url = table_url(uri)?;
+        if url.scheme() == "memory" {
+            // memory://NAME/path: one shared in-memory store per NAME in this process.
+            let root = Path::from_url_path(url.path())
+                .map_err(|e| Error::InvalidArgument(format!("bad table URI {uri:?}: {e}")))?;
+            return Ok(TableStore {
+                store: memory_store(url.host_str().unwrap_or("")),
+                root,
+                url,
+                counts: Arc::new(RequestCounts::default()),
+            });
+        }
         let (scheme, path) = ObjectStoreScheme::parse(&url)
             .map_err(|e| Error::InvalidArgument(format!("unsupported table URI {uri:?}: {e}")))?;
         let bad =
@@ -218,7 +220,8 @@ impl TableStore {
             }
         };
         // `path` is already the URL's (percent-encoded) path: decode it into parts.
-        let root = raw_path(decoded_segments(path.as_ref()))?;
+        // `ObjectStoreScheme::parse` already URL-decoded the path.
+        let root = path;
         Ok(TableStore {
             store,
             root,
@@ -260,7 +263,7 @@ impl TableStore {
                 let (_, path) = ObjectStoreScheme::parse(&url).map_err(|e| {
                     Error::InvalidArgument(format!("unsupported file URI {location:?}: {e}"))
                 })?;
-                return raw_path(decoded_segments(path.as_ref()));
+                return Ok(path);
             }
         }
         if location.starts_with('/') {

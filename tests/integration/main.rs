@@ -11,3 +11,4 @@ mod corrupt;
 mod golden_dvs;
 mod golden_snapshots;
 mod properties;
+mod stores;
