@@ -46,7 +46,8 @@ impl DvSlot {
     pub fn frame_range(&self) -> (u64, u64) {
         (
             self.offset,
-            self.offset + SIZE_LEN + u64::from(self.size_in_bytes) + CHECKSUM_LEN,
+            self.offset
+                .saturating_add(SIZE_LEN + u64::from(self.size_in_bytes) + CHECKSUM_LEN),
         )
     }
 }
@@ -173,7 +174,7 @@ pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<
         ));
     }
     let (start, end) = slot.frame_range();
-    let buf_end = buf_start + buf.len() as u64;
+    let buf_end = buf_start.saturating_add(buf.len() as u64);
     if start < buf_start || end > buf_end {
         return Err(fail(
             start,

@@ -185,3 +185,14 @@ fn arbitrary_garbage_never_panics() {
         assert!(file::read_dv(&bytes[..cut], 0, &slot, "x.bin").is_err());
     }
 }
+
+#[test]
+fn offsets_near_u64_max_are_errors_not_overflows() {
+    let slot = deltadv::DvSlot {
+        offset: u64::MAX - 3,
+        size_in_bytes: 40,
+        cardinality: 1,
+    };
+    let e = file::read_dv(&[1u8; 64], u64::MAX - 10, &slot, "x.bin").unwrap_err();
+    assert!(e.to_string().contains("DV frame"), "{e}");
+}
