@@ -83,6 +83,9 @@ pub struct DvColumns {
 #[derive(Debug, Clone)]
 pub struct AddColumns {
     file: String,
+    /// Validity of the `add` struct itself: a row of another action has a null
+    /// `add`, while a non-nullable child such as `path` may still read as set.
+    rows: Option<arrow_buffer::NullBuffer>,
     path: StringArray,
     size: Option<Int64Array>,
     modification_time: Option<Int64Array>,
@@ -139,6 +142,7 @@ impl AddColumns {
             None => (None, None),
         };
         Ok(AddColumns {
+            rows: adds.nulls().cloned(),
             parsed_num_records,
             parsed_tight_bounds,
             file: file.to_string(),
@@ -218,12 +222,12 @@ impl AddColumns {
 
     /// Number of rows that hold an add.
     pub fn num_adds(&self) -> usize {
-        self.path.len() - self.path.null_count()
+        (0..self.len()).filter(|&i| self.is_add(i)).count()
     }
 
     /// Whether row `i` holds an add (checkpoint rows of other actions do not).
     pub fn is_add(&self, i: usize) -> bool {
-        self.path.is_valid(i)
+        self.rows.as_ref().is_none_or(|n| n.is_valid(i)) && self.path.is_valid(i)
     }
 
     pub fn partition_values(&self, i: usize) -> HashMap<String, Option<String>> {

@@ -157,3 +157,20 @@ def test_in_commit_timestamps_drive_time_travel(golden: Path, tmp_path: Path) ->
     assert t.version() == 0
     t.load_as_version(datetime.fromtimestamp(1_700_000_100, tz=timezone.utc))
     assert t.version() == 1
+
+
+def test_checkpoint_written_by_deltalake(tmp_path: Path) -> None:
+    """deltalake writes checkpoints whose `add.path` is non-nullable: rows of other
+    actions (protocol, metaData) must still not count as adds."""
+    import deltalake
+
+    from tests.python.tablegen import make_table
+
+    root = tmp_path / "dl"
+    made = make_table(root, files=30, rows_per_file=100, deleted={3: [1, 2, 3], 7: [0]})
+    deltalake.DeltaTable(str(root)).create_checkpoint()
+    assert (root / "_delta_log" / f"{0:020}.checkpoint.parquet").exists()
+    t = DeltaTable(str(root))
+    assert t.files().num_rows == 30
+    assert t.count() == made["rows"] == 30 * 100 - 4
+    assert sorted(len(dv) for dv in t.deletion_vectors().values()) == [1, 3]
