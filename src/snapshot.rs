@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::Array;
 use arrow_array::{ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{Field, Fields, Schema};
 use bytes::Bytes;
@@ -33,6 +35,8 @@ pub const SUPPORTED_READER_FEATURES: &[&str] = &[
 ];
 /// Highest reader version deltadv implements.
 pub const MAX_READER_VERSION: i32 = 3;
+/// Rows per decoded checkpoint batch.
+const CHECKPOINT_BATCH_ROWS: usize = 65_536;
 /// Commit files fetched at once.
 const COMMIT_READ_CONCURRENCY: usize = 16;
 /// Top-level checkpoint columns replay needs.
@@ -71,12 +75,7 @@ pub fn check_protocol(protocol: &Protocol) -> Result<()> {
 /// `numRecords` and `tightBounds` of a stats string (absent stats: both unknown).
 fn record_count(stats: Option<&str>, file: &str) -> Result<RecordCount> {
     match stats {
-        Some(s) if !s.is_empty() => {
-            serde_json::from_str::<RecordCount>(s).map_err(|source| Error::Json {
-                context: format!("stats of {file}"),
-                source,
-            })
-        }
+        Some(s) if !s.is_empty() => RecordCount::parse(s, file),
         _ => Ok(RecordCount::default()),
     }
 }
@@ -162,46 +161,100 @@ fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// Which checkpoint leaf columns replay needs: the action columns, without
+/// `*_parsed` (except `add.stats_parsed.numRecords` / `.tightBounds`).
+fn wanted_leaf(parts: &[String]) -> bool {
+    let top = parts.first().map(String::as_str).unwrap_or("");
+    let second = parts.get(1).map(String::as_str).unwrap_or("");
+    let third = parts.get(2).map(String::as_str).unwrap_or("");
+    CHECKPOINT_COLUMNS.contains(&top)
+        && (!second.ends_with("_parsed")
+            || (top == "add"
+                && second == "stats_parsed"
+                && parts.len() == 3
+                && matches!(third, "numRecords" | "tightBounds")))
+}
+
+/// Decode the checkpoint's leaves in `leaves` into record batches.
+fn read_leaves(
+    bytes: Bytes,
+    leaves: Vec<usize>,
+    file: &str,
+) -> Result<Vec<arrow_array::RecordBatch>> {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
+    builder
+        .with_projection(mask)
+        .with_batch_size(CHECKPOINT_BATCH_ROWS)
+        .build()
+        .map_err(|e| parquet_error(file, e))?
+        .map(|b| b.map_err(|e| parquet_error(file, e)))
+        .collect()
+}
+
 /// Decode checkpoint parquet: `add` rows stay columnar, other actions are parsed.
+/// `add.stats` (most of a checkpoint's bytes) is decoded on a second thread,
+/// in parallel with the other columns.
 pub fn parse_checkpoint_parquet(
     bytes: Bytes,
     file: &str,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
-    let descr = builder.parquet_schema();
-    let leaves: Vec<usize> = descr
-        .columns()
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| {
-            let parts = c.path().parts();
-            let top = parts.first().map(String::as_str).unwrap_or("");
-            let second = parts.get(1).map(String::as_str).unwrap_or("");
-            {
-                let third = parts.get(2).map(String::as_str).unwrap_or("");
-                CHECKPOINT_COLUMNS.contains(&top)
-                    && (!second.ends_with("_parsed")
-                        || (top == "add"
-                            && second == "stats_parsed"
-                            && parts.len() == 3
-                            && matches!(third, "numRecords" | "tightBounds")))
-            }
-        })
-        .map(|(i, _)| i)
-        .collect();
-    let mask = ProjectionMask::leaves(descr, leaves);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(65_536)
-        .build()
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
         .map_err(|e| parquet_error(file, e))?;
+    let (mut main, mut stats) = (Vec::new(), Vec::new());
+    for (i, c) in builder.parquet_schema().columns().iter().enumerate() {
+        let parts = c.path().parts();
+        if !wanted_leaf(parts) {
+            continue;
+        }
+        if parts.len() == 2
+            && parts.first().is_some_and(|p| p == "add")
+            && parts.get(1).is_some_and(|p| p == "stats")
+        {
+            stats.push(i);
+        } else {
+            main.push(i);
+        }
+    }
+    drop(builder);
+    let (main_batches, stats_batches) = std::thread::scope(|scope| {
+        let stats_bytes = bytes.clone();
+        let stats_job =
+            (!stats.is_empty()).then(|| scope.spawn(move || read_leaves(stats_bytes, stats, file)));
+        let main_batches = read_leaves(bytes, main, file);
+        let stats_batches = match stats_job {
+            Some(job) => job
+                .join()
+                .unwrap_or_else(|_| Err(parquet_error(file, "stats decoder thread panicked"))),
+            None => Ok(Vec::new()),
+        };
+        (main_batches, stats_batches)
+    });
+    let (main_batches, stats_batches) = (main_batches?, stats_batches?);
     let mut adds = Vec::new();
     let mut others = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_error(file, e))?;
-        let split = split_batch(&batch, file)?;
-        adds.extend(split.adds);
+    for (k, batch) in main_batches.iter().enumerate() {
+        let split = split_batch(batch, file)?;
+        if let Some(mut a) = split.adds {
+            let column = stats_batches
+                .get(k)
+                .and_then(|b| b.column_by_name("add"))
+                .and_then(|a| a.as_struct_opt())
+                .and_then(|s| s.column_by_name("stats"))
+                .and_then(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).ok())
+                .map(|c| c.as_string::<i32>().clone());
+            if let Some(c) = &column {
+                if c.len() != a.len() {
+                    return Err(parquet_error(
+                        file,
+                        "stats column does not line up with add rows",
+                    ));
+                }
+            }
+            a.set_stats(column);
+            adds.push(a);
+        }
         others.extend(split.others);
     }
     Ok((adds, others))
@@ -255,28 +308,38 @@ impl Snapshot {
         // Commits newest first, fetched concurrently (order kept).
         let commit_logs: Vec<LogFile> = segment.commits.iter().rev().cloned().collect();
         let store_ref = &store;
-        let mut fetched = futures::stream::iter(commit_logs.into_iter().map(|f| async move {
+        let commits = futures::stream::iter(commit_logs.into_iter().map(|f| async move {
             let name = format!("_delta_log/{}", f.name);
             let bytes = store_ref.get(&store_ref.path(&name)).await?;
             let actions = actions::parse_commit(&bytes, &name)?;
             Ok::<_, Error>((f, name, actions))
         }))
-        .buffered(COMMIT_READ_CONCURRENCY);
+        .buffered(COMMIT_READ_CONCURRENCY)
+        .try_collect::<Vec<_>>();
+        // The checkpoint is fetched and decoded (on the blocking pool) while the
+        // commits are fetched and parsed.
+        let checkpoint = async {
+            if segment.checkpoint.is_empty() {
+                Ok(None)
+            } else {
+                read_checkpoint(store_ref, &segment.checkpoint)
+                    .await
+                    .map(Some)
+            }
+        };
+        let (commits, checkpoint) = futures::join!(commits, checkpoint);
         let mut replayer = Replayer::new();
         let mut timestamp = None;
-        while let Some(item) = fetched.next().await {
-            let (file, name, actions) = item?;
+        for (file, name, actions) in commits? {
             if file.version == segment.version && file.kind == LogFileKind::Commit {
                 timestamp = Some(commit_timestamp(&actions).unwrap_or(file.last_modified));
             }
             let single = file.kind == LogFileKind::Commit;
             replayer.apply_commit(actions, &name, single)?;
         }
-        drop(fetched);
 
         let mut checkpoint_adds = Vec::new();
-        if !segment.checkpoint.is_empty() {
-            let data = read_checkpoint(&store, &segment.checkpoint).await?;
+        if let Some(data) = checkpoint? {
             if let (Some(h), Some(cv)) = (&hint, segment.checkpoint_version) {
                 if h.version == cv {
                     if let Some(size) = h.size {
@@ -702,7 +765,7 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             LogFileKind::V2Checkpoint { parquet: false } => {
                 (Vec::new(), actions::parse_commit(&bytes, &name)?)
             }
-            _ => parse_checkpoint_parquet(bytes, &name)?,
+            _ => parse_parquet_blocking(bytes, name.clone()).await?,
         };
         for a in &others {
             if let Action::Sidecar(s) = a {
@@ -724,11 +787,23 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
-    for (name, bytes) in fetched {
-        let (adds, others) = parse_checkpoint_parquet(bytes, &name)?;
+    let parsed = futures::future::try_join_all(
+        fetched
+            .into_iter()
+            .map(|(name, bytes)| parse_parquet_blocking(bytes, name)),
+    )
+    .await?;
+    for (adds, others) in parsed {
         data.absorb(adds, others);
     }
     Ok(data)
+}
+
+async fn parse_parquet_blocking(
+    bytes: Bytes,
+    name: String,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    crate::io::spawn_blocking(move || parse_checkpoint_parquet(bytes, &name)).await?
 }
 
 impl CheckpointData {

@@ -3,5 +3,5 @@
 pub mod runtime;
 pub mod store;
 
-pub use runtime::block_on;
+pub use runtime::{block_on, spawn_blocking};
 pub use store::{Counts, TableStore};

@@ -47,3 +47,16 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
     Ok(runtime()?.block_on(future))
 }
+
+/// Run CPU-heavy work (e.g. decoding a checkpoint) on the blocking pool, so
+/// it overlaps with I/O running on the runtime's workers.
+pub async fn spawn_blocking<F, T>(f: F) -> Result<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::Io {
+        path: "<blocking task>".to_string(),
+        source: std::io::Error::other(e),
+    })
+}

@@ -303,9 +303,208 @@ impl Stats {
 }
 
 /// Only `numRecords` and `tightBounds`, for fast listing.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordCount {
     pub num_records: Option<i64>,
     pub tight_bounds: Option<bool>,
+}
+
+impl RecordCount {
+    /// Parse `numRecords` and `tightBounds` from a stats string. A byte-level
+    /// scan of the top-level object does the common case without allocating;
+    /// anything it does not recognise falls back to serde (and its errors).
+    pub fn parse(stats: &str, file: &str) -> Result<RecordCount> {
+        if let Some(c) = scan_record_count(stats.as_bytes()) {
+            return Ok(c);
+        }
+        serde_json::from_str(stats).map_err(|source| Error::Json {
+            context: format!("stats of {file}"),
+            source,
+        })
+    }
+}
+
+/// Skip whitespace from `i`.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// End (exclusive) of the JSON string starting at `i` (a `"`).
+fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        match b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// End (exclusive) of the JSON value starting at `i`.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = skip_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while !matches!(
+                b.get(j),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+            ) {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
+/// Writers put `numRecords` first and `tightBounds` last: read both without
+/// scanning the middle. A member right before the final `}` and after a `,`
+/// or `{` belongs to the top-level object, as does the first member.
+fn edges_record_count(b: &[u8]) -> Option<RecordCount> {
+    const HEAD: &[u8] = b"{\"numRecords\":";
+    let digits = b.strip_prefix(HEAD)?;
+    let len = digits.iter().take_while(|c| c.is_ascii_digit()).count();
+    if len == 0 || !matches!(digits.get(len), Some(b',' | b'}')) {
+        return None;
+    }
+    let num_records: i64 = std::str::from_utf8(digits.get(..len)?).ok()?.parse().ok()?;
+    let tight_bounds = if b.ends_with(b",\"tightBounds\":false}") {
+        Some(false)
+    } else if b.ends_with(b",\"tightBounds\":true}") {
+        Some(true)
+    } else {
+        return None;
+    };
+    Some(RecordCount {
+        num_records: Some(num_records),
+        tight_bounds,
+    })
+}
+
+/// Fast path of [`RecordCount::parse`]: `None` when unsure.
+fn scan_record_count(b: &[u8]) -> Option<RecordCount> {
+    if let Some(c) = edges_record_count(b) {
+        return Some(c);
+    }
+    let mut out = RecordCount::default();
+    let mut i = skip_ws(b, 0);
+    if b.get(i)? != &b'{' {
+        return None;
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i)? == &b'}' {
+        return Some(out);
+    }
+    loop {
+        let key_end = skip_string(b, i)?;
+        let key = b.get(i + 1..key_end - 1)?;
+        i = skip_ws(b, key_end);
+        if b.get(i)? != &b':' {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        let end = skip_value(b, i)?;
+        let value = b.get(i..end)?;
+        match key {
+            b"numRecords" => out.num_records = Some(std::str::from_utf8(value).ok()?.parse().ok()?),
+            b"tightBounds" => {
+                out.tight_bounds = Some(match value {
+                    b"true" => true,
+                    b"false" => false,
+                    _ => return None,
+                })
+            }
+            k if k.contains(&b'\\') => return None,
+            _ => {}
+        }
+        i = skip_ws(b, end);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => return skip_ws(b, i + 1).eq(&b.len()).then_some(out),
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_count_scan_agrees_with_serde() {
+        let cases = [
+            r#"{"numRecords":10,"minValues":{"a":1,"numRecords":99},"maxValues":{"s":"x}\"{"},"nullCount":{"a":0},"tightBounds":false}"#,
+            r#"{ "numRecords" : 7 , "tightBounds" : true }"#,
+            r#"{"minValues":{"arr":[1,[2,{"numRecords":5}]]},"numRecords":3}"#,
+            r#"{}"#,
+            r#"{"numRecords":-1}"#,
+            r#"{"nu\u006dRecords":4}"#,
+            r#"{"numRecords":1.5}"#,
+            r#"{"numRecords":12} trailing"#,
+            r#"{"numRecords":"12"}"#,
+            r#"{"numRecords":3,"maxValues":{"tightBounds":true}}"#,
+            r#"{"numRecords":3,"maxValues":{"a":1},"tightBounds":true}"#,
+            r#"{"numRecords":30x,"tightBounds":true}"#,
+        ];
+        for case in cases {
+            let serde: std::result::Result<RecordCount, _> = serde_json::from_str(case);
+            match (scan_record_count(case.as_bytes()), serde) {
+                (Some(fast), Ok(slow)) => assert_eq!(fast, slow, "{case}"),
+                (Some(fast), Err(_)) => {
+                    panic!("scan accepted what serde refuses: {case} -> {fast:?}")
+                }
+                (None, _) => {} // falls back to serde
+            }
+            // The public entry point always agrees with serde.
+            match (
+                RecordCount::parse(case, "f"),
+                serde_json::from_str::<RecordCount>(case),
+            ) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!("{case}: {a:?} vs {b:?}"),
+            }
+        }
+        assert_eq!(
+            edges_record_count(cases[10].as_bytes()),
+            Some(RecordCount {
+                num_records: Some(3),
+                tight_bounds: Some(true)
+            })
+        );
+        assert_eq!(edges_record_count(cases[9].as_bytes()), None);
+        assert_eq!(
+            scan_record_count(cases[0].as_bytes()),
+            Some(RecordCount {
+                num_records: Some(10),
+                tight_bounds: Some(false)
+            })
+        );
+    }
 }

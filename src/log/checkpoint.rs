@@ -209,15 +209,16 @@ impl AddColumns {
         }
         match self.stats(i) {
             Some(s) if !s.is_empty() => {
-                let c: crate::log::actions::RecordCount =
-                    serde_json::from_str(s).map_err(|source| Error::Json {
-                        context: format!("stats of {}", self.raw_path(i)),
-                        source,
-                    })?;
+                let c = crate::log::actions::RecordCount::parse(s, self.raw_path(i))?;
                 Ok((c.num_records, c.tight_bounds))
             }
             _ => Ok((None, None)),
         }
+    }
+
+    /// Replace the `stats` column (decoded separately, row-aligned).
+    pub fn set_stats(&mut self, stats: Option<StringArray>) {
+        self.stats = stats;
     }
 
     /// Number of rows that hold an add.
