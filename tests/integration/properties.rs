@@ -94,6 +94,29 @@ proptest! {
 }
 
 #[test]
+fn to_vec_on_dense_and_mixed_containers() {
+    // Bitmap containers (> 4096 rows per 64K), alternating rows, random 50%, and
+    // several buckets, each compared with plain iteration.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut map: RoaringTreemap = (0..200_000u64).step_by(2).collect();
+    map.extend((300_000..700_000u64).filter(|_| next() % 2 == 0));
+    map.extend((1u64 << 32..(1u64 << 32) + 70_000).filter(|_| next() % 7 != 0));
+    for optimize in [false, true] {
+        let mut m = map.clone();
+        if optimize {
+            m.optimize();
+        }
+        assert_eq!(bitmap::to_vec(&m), m.iter().collect::<Vec<u64>>());
+    }
+}
+
+#[test]
 fn to_vec_on_run_containers() {
     let mut map = RoaringTreemap::new();
     map.insert_range(10..1_000_010);
