@@ -123,6 +123,11 @@ fn deserialize_portable(bytes: &[u8]) -> Result<RoaringTreemap> {
         at += used;
         buckets.push((key, bitmap));
     }
+    finish(bytes, at, buckets)
+}
+
+/// The buckets, if the bitmap ended exactly at `at` (no trailing bytes).
+fn finish(bytes: &[u8], at: usize, buckets: Vec<(u32, RoaringBitmap)>) -> Result<RoaringTreemap> {
     if at != bytes.len() {
         return Err(Error::corrupt(
             at as u64,
@@ -198,15 +203,7 @@ fn deserialize_native(bytes: &[u8]) -> Result<RoaringTreemap> {
             buckets.push((key, bitmap));
         }
     }
-    if at != bytes.len() {
-        return Err(Error::corrupt(
-            at as u64,
-            "end of bitmap",
-            format!("{at} bytes"),
-            format!("{} bytes ({} trailing)", bytes.len(), bytes.len() - at),
-        ));
-    }
-    Ok(RoaringTreemap::from_bitmaps(buckets))
+    finish(bytes, at, buckets)
 }
 
 /// Refuse row indexes the format cannot carry (bucket key with the top bit set).
