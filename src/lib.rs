@@ -30,6 +30,7 @@ pub mod error;
 pub mod format;
 pub mod io;
 pub mod log;
+pub mod scan;
 pub mod snapshot;
 
 #[cfg(feature = "python")]

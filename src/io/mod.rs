@@ -1,5 +1,6 @@
 //! Storage access: the only module that knows object_store, tokio or the file
 //! system.
+pub mod parquet;
 pub mod runtime;
 pub mod store;
 

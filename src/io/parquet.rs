@@ -1,0 +1,64 @@
+//! Parquet reads through a [`TableStore`], so every GET is counted and goes
+//! through the same store configuration as the log.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use object_store::path::Path;
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+use crate::io::TableStore;
+
+/// Bytes fetched with the footer at once, to get the metadata in one GET.
+const FOOTER_PREFETCH: usize = 64 * 1024;
+
+/// An [`AsyncFileReader`] over one file of a [`TableStore`].
+#[derive(Debug, Clone)]
+pub struct StoreFileReader {
+    store: TableStore,
+    path: Path,
+    size: u64,
+}
+
+impl StoreFileReader {
+    pub fn new(store: TableStore, path: Path, size: u64) -> Self {
+        StoreFileReader { store, path, size }
+    }
+}
+
+fn to_parquet(e: crate::error::Error) -> ParquetError {
+    ParquetError::External(Box::new(e))
+}
+
+impl AsyncFileReader for StoreFileReader {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(to_parquet)
+        }
+        .boxed()
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
+        async move {
+            let metadata = ParquetMetaDataReader::new()
+                .with_metadata_options(options.map(|o| o.metadata_options().clone()))
+                .with_prefetch_hint(Some(FOOTER_PREFETCH));
+            let size = self.size;
+            let metadata = metadata.load_and_finish(self, size).await?;
+            Ok(Arc::new(metadata))
+        }
+        .boxed()
+    }
+}

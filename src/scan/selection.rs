@@ -1,0 +1,149 @@
+//! From a deletion vector to a parquet row selection, pure.
+//!
+//! ```text
+//! row groups     | rg0: rows 0..100 | rg1: rows 100..250 | rg2: rows 250..300 |
+//! chosen         |        yes       |        no          |        yes         |
+//! DV             {3, 120, 260, 261}
+//! selection      select 3, skip 1, select 96,  (rg1 not read)  select 10, skip 2, select 38
+//! kept rows      0..3, 4..100, 250..260, 262..300      <- physical indexes, from row-group sizes
+//! ```
+
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+use roaring::RoaringTreemap;
+
+use crate::error::{Error, Result};
+
+/// The selection for a file and the physical row ranges it keeps, in order.
+#[derive(Debug, Clone)]
+pub struct SelectionPlan {
+    pub selection: RowSelection,
+    /// Kept physical rows as (start, len) runs, in output order.
+    pub kept: Vec<(u64, u64)>,
+}
+
+impl SelectionPlan {
+    /// Physical index of every kept row, in output order.
+    pub fn kept_rows(&self) -> impl Iterator<Item = u64> + '_ {
+        self.kept
+            .iter()
+            .flat_map(|&(start, len)| start..start + len)
+    }
+
+    /// Number of rows the selection keeps.
+    pub fn kept_count(&self) -> u64 {
+        self.kept.iter().map(|(_, len)| len).sum()
+    }
+}
+
+/// Plan reading row groups `chosen` (ascending; sorted here) of a file whose
+/// row groups hold `row_group_rows` rows, skipping the rows in `deleted`.
+/// A DV naming a row past the end of the file is a corrupt table.
+pub fn plan(
+    row_group_rows: &[u64],
+    chosen: &[usize],
+    deleted: Option<&RoaringTreemap>,
+    file: &str,
+) -> Result<SelectionPlan> {
+    let total: u64 = row_group_rows.iter().sum();
+    if let Some(max) = deleted.and_then(RoaringTreemap::max) {
+        if max >= total {
+            return Err(Error::CorruptLog {
+                file: file.to_string(),
+                detail: format!(
+                    "its deletion vector deletes row {max}, but the file has only {total} rows"
+                ),
+            });
+        }
+    }
+    let mut starts = Vec::with_capacity(row_group_rows.len());
+    let mut acc = 0u64;
+    for rows in row_group_rows {
+        starts.push(acc);
+        acc += rows;
+    }
+    let mut chosen: Vec<usize> = chosen.to_vec();
+    chosen.sort_unstable();
+    chosen.dedup();
+
+    let mut selectors: Vec<RowSelector> = Vec::new();
+    let mut kept: Vec<(u64, u64)> = Vec::new();
+    let mut push = |select: bool, start: u64, len: u64, kept: &mut Vec<(u64, u64)>| {
+        if len == 0 {
+            return;
+        }
+        selectors.push(if select {
+            RowSelector::select(len as usize)
+        } else {
+            RowSelector::skip(len as usize)
+        });
+        if select {
+            match kept.last_mut() {
+                Some((s, l)) if *s + *l == start => *l += len,
+                _ => kept.push((start, len)),
+            }
+        }
+    };
+    for rg in chosen {
+        let (Some(&start), Some(&rows)) = (starts.get(rg), row_group_rows.get(rg)) else {
+            return Err(Error::InvalidArgument(format!(
+                "{file}: row group {rg} does not exist (the file has {})",
+                row_group_rows.len()
+            )));
+        };
+        let end = start + rows;
+        let mut cursor = start;
+        if let Some(deleted) = deleted {
+            // Deleted rows inside [start, end), ascending.
+            let below = if start == 0 {
+                0
+            } else {
+                deleted.rank(start - 1)
+            };
+            for row in deleted.iter().skip(below as usize).take_while(|r| *r < end) {
+                push(true, cursor, row - cursor, &mut kept);
+                push(false, row, 1, &mut kept);
+                cursor = row + 1;
+            }
+        }
+        push(true, cursor, end - cursor, &mut kept);
+    }
+    Ok(SelectionPlan {
+        selection: RowSelection::from(selectors),
+        kept,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagram_example() {
+        let dv: RoaringTreemap = [3u64, 120, 260, 261].into_iter().collect();
+        let p = plan(&[100, 150, 50], &[2, 0], Some(&dv), "f").unwrap();
+        assert_eq!(p.kept, vec![(0, 3), (4, 96), (250, 10), (262, 38)]);
+        assert_eq!(p.kept_count(), 3 + 96 + 10 + 38);
+        let rows: Vec<u64> = p.kept_rows().collect();
+        assert_eq!(rows.len() as u64, p.kept_count());
+        assert!(!rows.contains(&3) && !rows.contains(&260) && !rows.contains(&120));
+        assert_eq!(p.selection.row_count(), rows.len());
+    }
+
+    #[test]
+    fn dv_beyond_the_file_is_corrupt() {
+        let dv: RoaringTreemap = [10u64].into_iter().collect();
+        let e = plan(&[5, 5], &[0, 1], Some(&dv), "part-0.parquet")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("part-0.parquet") && e.contains("row 10") && e.contains("only 10 rows"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn no_dv_selects_everything() {
+        let p = plan(&[4, 4], &[0, 1], None, "f").unwrap();
+        assert_eq!(p.kept, vec![(0, 8)]);
+    }
+}
