@@ -12,4 +12,5 @@ mod golden_dvs;
 mod golden_scan;
 mod golden_snapshots;
 mod properties;
+mod scan_row_index;
 mod stores;
