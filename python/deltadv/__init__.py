@@ -22,7 +22,7 @@ from deltadv._core import (
     z85_decode,
     z85_encode,
 )
-from deltadv.table import DeltaTable
+from deltadv.table import DeltaTable, ScanTask
 
 __all__ = [
     "CorruptDeletionVectorError",
@@ -30,6 +30,7 @@ __all__ = [
     "DeletionVectorDescriptor",
     "DeltaDVError",
     "DeltaTable",
+    "ScanTask",
     "__version__",
     "write_deletion_vectors",
     "z85_decode",

@@ -8,7 +8,30 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltadv._core import DeletionVector, RawDeltaTable
+from deltadv._core import DeletionVector, RawDeltaTable, read_scan_task, scan_task_schema
+
+
+class ScanTask:
+    """One data file to read, as plain JSON text: picklable, so it can be shipped
+    to Spark executors, which read it with :meth:`read` without replaying the log."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: str) -> None:
+        self.json = json
+
+    def read(self) -> pa.RecordBatchReader:
+        """The file's rows with its deletion vector applied."""
+        return pa.RecordBatchReader.from_stream(read_scan_task(self.json))
+
+    def schema(self) -> pa.Schema:
+        return pa.schema(scan_task_schema(self.json))
+
+    def __reduce__(self) -> tuple[type[ScanTask], tuple[str]]:
+        return (ScanTask, (self.json,))
+
+    def __repr__(self) -> str:
+        return f"ScanTask({self.json[:80]}...)"
 
 
 class DeltaTable:
@@ -57,6 +80,22 @@ class DeltaTable:
     def deletion_vectors(self) -> dict[str, DeletionVector]:
         """The deletion vector of every live file that has one, by file path."""
         return dict(self._raw.deletion_vectors())
+
+    def scan(self, columns: list[str] | None = None) -> pa.RecordBatchReader:
+        """Every live row (DVs applied) of the loaded version, as Arrow batches."""
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns))
+
+    def to_pyarrow(self, columns: list[str] | None = None) -> pa.Table:
+        """The table's rows (DVs applied) as a pyarrow Table."""
+        return self.scan(columns).read_all()
+
+    def to_pandas(self, columns: list[str] | None = None) -> Any:
+        """The table's rows (DVs applied) as a pandas DataFrame (needs pandas)."""
+        return self.to_pyarrow(columns).to_pandas()
+
+    def scan_tasks(self, columns: list[str] | None = None) -> list[ScanTask]:
+        """One small, picklable task per live file; ``task.read()`` needs no log replay."""
+        return [ScanTask(t) for t in self._raw.scan_tasks(columns)]
 
     def count(self) -> int:
         """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""

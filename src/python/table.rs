@@ -217,6 +217,32 @@ impl RawDeltaTable {
         Ok(())
     }
 
+    /// Scan tasks (JSON strings, one per live file) for `columns` (all when None).
+    #[pyo3(signature = (columns=None))]
+    fn scan_tasks(&self, py: Python<'_>, columns: Option<Vec<String>>) -> PyResult<Vec<String>> {
+        py.detach(|| {
+            crate::scan::task::plan_tasks(&self.snapshot, &self.uri, &self.options, columns)?
+                .iter()
+                .map(crate::scan::task::ScanTask::to_json)
+                .collect::<crate::Result<Vec<_>>>()
+        })
+        .map_err(to_py)
+    }
+
+    /// Read every live file (DVs applied) as one Arrow stream.
+    #[pyo3(signature = (columns=None))]
+    fn scan(&self, py: Python<'_>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
+        let (schema, batches) = py
+            .detach(|| -> crate::Result<_> {
+                let spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
+                let schema = spec.output_schema()?;
+                let batches = block_on(crate::scan::read_snapshot(&self.snapshot, &spec))??;
+                Ok((schema, batches))
+            })
+            .map_err(to_py)?;
+        Ok(ArrowStream::new(schema, batches))
+    }
+
     /// Requests made by this table so far: gets, puts, lists, deletes, heads.
     fn request_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.store.counts();
@@ -233,4 +259,28 @@ impl RawDeltaTable {
     fn storage_options(&self) -> HashMap<String, String> {
         self.options.clone()
     }
+}
+
+/// Read one scan task (its JSON) into an Arrow stream, DVs applied. Runs on
+/// Spark executors: the process runtime is created here, after any fork.
+#[pyfunction]
+pub fn read_scan_task(py: Python<'_>, task: &str) -> PyResult<ArrowStream> {
+    let (schema, batches) = py
+        .detach(|| -> crate::Result<_> {
+            let task = crate::scan::task::ScanTask::from_json(task)?;
+            let schema = task.output_schema()?;
+            let batches = block_on(task.read())??;
+            Ok((schema, batches))
+        })
+        .map_err(to_py)?;
+    Ok(ArrowStream::new(schema, batches))
+}
+
+/// The Arrow schema a scan task returns.
+#[pyfunction]
+pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {
+    let task = crate::scan::task::ScanTask::from_json(task).map_err(to_py)?;
+    Ok(ArrowSchema {
+        schema: task.output_schema().map_err(to_py)?,
+    })
 }

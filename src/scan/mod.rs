@@ -7,6 +7,7 @@
 //! from its position in an output batch (see [`selection`]).
 
 pub mod selection;
+pub mod task;
 
 use std::collections::HashMap;
 use std::sync::Arc;

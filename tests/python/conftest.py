@@ -28,3 +28,25 @@ def golden() -> Path:
 @pytest.fixture(scope="session")
 def dv_contents(golden: Path) -> dict[str, Any]:
     return json.loads((golden / "dv_contents.json").read_text())["tables"]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """One local[2] SparkSession for the whole test session (~10 s to start)."""
+    import sys
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltadv-tests")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
