@@ -18,8 +18,55 @@ import deltadv
 from deltadv import DeletionVector, DeletionVectorDescriptor
 
 
+def table_demo(root: Path, spark: bool) -> None:
+    """A Delta table with DVs, read by deltadv and then by Spark through mapInArrow."""
+    from deltadv._sample import make_table
+
+    deleted = {1: list(range(0, 200_000, 3)), 2: [5, 50, 500, 5_000]}
+    made = make_table(root, files=4, rows_per_file=200_000, deleted=deleted)
+    print(f"\nSample table {root.name}: 4 files x 200,000 rows; DVs on 2 files, in one DV file")
+    table = deltadv.DeltaTable(str(root))
+    files = table.files()
+    print(f"  version {table.version()}, {files.num_rows} live files, count() = {table.count():,}")
+    print(files.select(["path", "num_records", "logical_rows", "dv_storage_type", "dv_offset"]))
+    rows = table.to_pyarrow(["id"])
+    assert rows.num_rows == made["rows"]
+    ids = set(rows["id"].to_pylist())
+    print(
+        f"  to_pyarrow(): {rows.num_rows:,} rows; id 200003 (deleted by the DV): "
+        f"{'present' if 200_003 in ids else 'gone'}, id 200001: "
+        f"{'present' if 200_001 in ids else 'gone'}"
+    )
+    if not spark:
+        return
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        print("  (pyspark not installed: skipping the Spark part)")
+        return
+    import os
+    import sys
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltadv-demo")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        from deltadv import spark as dspark
+
+        df = dspark.read(session, str(root))
+        print(f"\nSpark (local[2], mapInArrow): count() = {df.count():,}")
+        df.groupBy((df.id / 200_000).cast("int").alias("file")).count().orderBy("file").show()
+    finally:
+        session.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
-    del argv
     print(f"deltadv {deltadv.__version__}: deletion vectors demo\n")
     rng = np.random.default_rng(7)
     dvs = {
@@ -56,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         "i", "^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 44, 6
     )
     print(f"\nThe protocol's inline example decodes to {list(spec.read(''))}")
+
+    with tempfile.TemporaryDirectory(prefix="deltadv-demo-table-") as tmp:
+        table_demo(Path(tmp) / "events", spark="--no-spark" not in (argv or []))
     return 0
 
 

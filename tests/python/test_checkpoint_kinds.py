@@ -164,7 +164,7 @@ def test_checkpoint_written_by_deltalake(tmp_path: Path) -> None:
     actions (protocol, metaData) must still not count as adds."""
     import deltalake
 
-    from tests.python.tablegen import make_table
+    from deltadv._sample import make_table
 
     root = tmp_path / "dl"
     made = make_table(root, files=30, rows_per_file=100, deleted={3: [1, 2, 3], 7: [0]})

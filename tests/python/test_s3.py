@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from deltadv import DeletionVectorDescriptor, DeltaTable
+from deltadv._sample import make_table
 from tests.python.s3server import client, s3_server, storage_options, upload_dir
-from tests.python.tablegen import make_table
 from tests.python.test_table import TEMPLATE, TEST_PREFIXED, materialize_template
 
 BUCKET = "golden"

@@ -1,5 +1,6 @@
-"""Build small Delta tables with DVs by hand (pyarrow parquet + JSON log), for tests
-that need shapes the golden corpus lacks (e.g. many data files sharing one DV file)."""
+"""Build sample Delta tables with deletion vectors by hand (pyarrow parquet + a JSON
+commit), for the demo and for tests that need shapes no golden table has (e.g. many
+data files sharing one DV file). Not a writer: DELETE through deltadv comes later."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltadv import DeletionVector, write_deletion_vectors
+from deltadv._core import DeletionVector, write_deletion_vectors
 
 SCHEMA = {
     "type": "struct",
