@@ -41,6 +41,31 @@ fn write_file(store: &TableStore) -> u64 {
     size
 }
 
+/// The test file as a scan task, with `dv` written to a DV file in the store.
+fn scan_file(
+    store: &TableStore,
+    size: u64,
+    dv: Option<&RoaringTreemap>,
+    row_groups: Option<Vec<usize>>,
+) -> ScanFile {
+    let deletion_vector = dv.map(|m| {
+        let (bytes, mut d) =
+            deltadv::dv::encode_file(uuid::Uuid::new_v4(), "", std::slice::from_ref(m)).unwrap();
+        let d = d.remove(0);
+        block_on(store.put(&store.path(&d.relative_path().unwrap()), bytes))
+            .unwrap()
+            .unwrap();
+        d
+    });
+    ScanFile {
+        path: "part-0.parquet".into(),
+        size,
+        partition_values: HashMap::new(),
+        deletion_vector,
+        row_groups,
+    }
+}
+
 fn spec() -> ScanSpec {
     let schema = StructType::parse(
         r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}}]}"#,
@@ -61,23 +86,7 @@ fn read(
     dv: Option<&RoaringTreemap>,
     groups: Option<Vec<usize>>,
 ) -> Vec<(i64, u64)> {
-    let deletion_vector = dv.map(|m| {
-        deltadv::dv::encode_file(uuid::Uuid::new_v4(), "", std::slice::from_ref(m)).unwrap()
-    });
-    let descriptor = deletion_vector.map(|(bytes, mut d)| {
-        let d = d.remove(0);
-        block_on(store.put(&store.path(&d.relative_path().unwrap()), bytes))
-            .unwrap()
-            .unwrap();
-        d
-    });
-    let file = ScanFile {
-        path: "part-0.parquet".into(),
-        size,
-        partition_values: HashMap::new(),
-        deletion_vector: descriptor,
-        row_groups: groups,
-    };
+    let file = scan_file(store, size, dv, groups);
     let batches = block_on(scan::read_file(store, &spec(), &file))
         .unwrap()
         .unwrap();
@@ -136,18 +145,7 @@ fn whole_file_without_dv_and_dv_past_the_end() {
     assert!(rows.iter().all(|(id, idx)| *id as u64 == *idx));
     // A DV naming a row past the end of the file is a corrupt table.
     let dv: RoaringTreemap = [ROWS as u64 + 5].into_iter().collect();
-    let (bytes, mut d) = deltadv::dv::encode_file(uuid::Uuid::new_v4(), "", &[dv]).unwrap();
-    let d = d.remove(0);
-    block_on(store.put(&store.path(&d.relative_path().unwrap()), bytes))
-        .unwrap()
-        .unwrap();
-    let file = ScanFile {
-        path: "part-0.parquet".into(),
-        size,
-        partition_values: HashMap::new(),
-        deletion_vector: Some(d),
-        row_groups: None,
-    };
+    let file = scan_file(&store, size, Some(&dv), None);
     let e = block_on(scan::read_file(&store, &spec(), &file))
         .unwrap()
         .unwrap_err()
