@@ -18,4 +18,10 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # Build the extension (release) and install the package with its test and dev extras.
 .venv/bin/python -m pip install -q -e '.[test,dev]'
+# Delta Spark's jars (the reference oracle in tests), from Maven Central into .cache/jars.
+if command -v mvn >/dev/null 2>&1; then
+    bash scripts/fetch-delta-jars.sh >/dev/null
+else
+    echo "setup: mvn not found; Delta Spark oracle tests will fail until .cache/jars is filled" >&2
+fi
 echo "setup: done ($(.venv/bin/python -c 'import deltadv; print("deltadv", deltadv.__version__)'))"

@@ -40,13 +40,34 @@ def spark() -> Any:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder.master("local[2]").appName("deltadv-tests")
+    jars = sorted((ROOT / ".cache" / "jars").glob("*.jar"))
+    if jars:  # Delta Spark, the reference oracle (fetched by scripts/setup.sh)
+        builder = (
+            builder.config("spark.jars", ",".join(str(j) for j in jars))
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config(
+                "spark.sql.catalog.spark_catalog",
+                "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            )
+        )
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltadv-tests")
-        .config("spark.sql.session.timeZone", "UTC")
+        builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .getOrCreate()
     )
+    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def delta_spark(spark: Any) -> Any:
+    """The session with Delta Spark loaded; a failure in CI if its jars are missing."""
+    if not (ROOT / ".cache" / "jars").is_dir():
+        message = "Delta Spark jars missing: run scripts/setup.sh (needs mvn)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return spark
