@@ -701,18 +701,27 @@ impl Snapshot {
             times.push(ts);
             previous = ts;
         }
-        // In-commit timestamps, where present, replace the file times.
-        let fetched: Vec<Option<i64>> = futures::stream::iter(commits.iter().map(|f| async move {
-            let name = format!("_delta_log/{}", f.name);
-            let bytes = store.get(&store.path(&name)).await?;
-            Ok::<_, Error>(in_commit_timestamp(&bytes))
-        }))
-        .buffered(COMMIT_READ_CONCURRENCY)
-        .try_collect()
-        .await?;
-        for (t, ict) in times.iter_mut().zip(fetched) {
-            if let Some(ict) = ict {
-                *t = ict;
+        // In-commit timestamps replace the file times. Once a table enables
+        // them every later commit has one, so read newest first, in batches,
+        // and stop at the first commit without one: a table without them costs
+        // one GET here, not one per commit.
+        let newest_first: Vec<usize> = (0..commits.len()).rev().collect();
+        let (probe, rest) = newest_first.split_at(newest_first.len().min(1));
+        'ict: for chunk in std::iter::once(probe).chain(rest.chunks(COMMIT_READ_CONCURRENCY)) {
+            let fetched: Vec<Option<i64>> =
+                futures::future::try_join_all(chunk.iter().filter_map(|&i| commits.get(i)).map(
+                    |f| async move {
+                        let name = format!("_delta_log/{}", f.name);
+                        let bytes = store.get(&store.path(&name)).await?;
+                        Ok::<_, Error>(in_commit_timestamp(&bytes))
+                    },
+                ))
+                .await?;
+            for (&i, ict) in chunk.iter().zip(fetched) {
+                match (ict, times.get_mut(i)) {
+                    (Some(ict), Some(t)) => *t = ict,
+                    _ => break 'ict,
+                }
             }
         }
         let found = commits

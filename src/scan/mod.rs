@@ -223,10 +223,6 @@ pub async fn read_file(
             };
             columns.push(column);
         }
-        if !spec.with_metadata_columns {
-            // Keep the kept-row cursor in step even when not emitted.
-            kept.by_ref().take(n).for_each(drop);
-        }
         out.push(
             RecordBatch::try_new_with_options(
                 out_schema.clone(),

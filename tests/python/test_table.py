@@ -116,6 +116,15 @@ def test_time_travel_by_timestamp(golden: Path, tmp_path: Path) -> None:
     assert t.version() == 1
     with pytest.raises(ValueError, match="no commit at or before"):
         t.load_as_version(datetime(2023, 1, 1))
+    # Without in-commit timestamps, resolving a timestamp reads one commit (the
+    # newest, to see that it has none), not every commit.
+    fresh = DeltaTable(str(root))
+    before = fresh.request_counts()["gets"]
+    fresh._raw.load_timestamp(int((base + 50) * 1000))
+    gets = fresh.request_counts()["gets"] - before
+    assert fresh.version() == 0
+    # 1 probe of the newest commit, then loading v0: _last_checkpoint + commit 0.
+    assert gets == 3
 
 
 def test_version_beyond_latest(golden: Path) -> None:
