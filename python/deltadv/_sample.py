@@ -25,11 +25,16 @@ SCHEMA = {
 
 
 def make_table(
-    root: Path, files: int, rows_per_file: int, deleted: dict[int, list[int]]
+    root: Path,
+    files: int,
+    rows_per_file: int,
+    deleted: dict[int, list[int]],
+    row_group_size: int | None = None,
 ) -> dict[str, Any]:
-    """Write `files` parquet files of `rows_per_file` rows (ids consecutive) and one
-    commit adding them, with the DVs of `deleted` (file index -> row indexes) packed
-    into ONE DV file. Returns {"rows": logical rows, "dv_files": 1 or 0}."""
+    """Write `files` parquet files of `rows_per_file` rows (ids consecutive; row
+    groups of `row_group_size` rows) and one commit adding them with min/max/nullCount
+    stats, with the DVs of `deleted` (file index -> row indexes) packed into ONE DV
+    file. Returns {"rows": logical rows, "dv_files": 1 or 0}."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "_delta_log").mkdir(exist_ok=True)
     order = sorted(deleted)
@@ -65,9 +70,16 @@ def make_table(
         ids = pa.array(range(f * rows_per_file, (f + 1) * rows_per_file), pa.int64())
         table = pa.table({"id": ids, "value": pa.array([f"v{i}" for i in ids.to_pylist()])})
         name = f"part-{f:05d}-{uuid.uuid4()}.parquet"
-        pq.write_table(table, root / name)
+        pq.write_table(table, root / name, row_group_size=row_group_size)
         d = by_file.get(f)
-        stats = {"numRecords": rows_per_file, "tightBounds": d is None}
+        values = table["value"].to_pylist()
+        stats = {
+            "numRecords": rows_per_file,
+            "minValues": {"id": f * rows_per_file, "value": min(values)},
+            "maxValues": {"id": (f + 1) * rows_per_file - 1, "value": max(values)},
+            "nullCount": {"id": 0, "value": 0},
+            "tightBounds": d is None,
+        }
         add: dict[str, Any] = {
             "path": name,
             "partitionValues": {},

@@ -64,6 +64,16 @@ class DeltaTable:
         """The table schema as Arrow (logical column names)."""
         return pa.schema(self._raw.arrow_schema())
 
+    def scan_schema(self, columns: list[str] | None = None) -> pa.Schema:
+        """The Arrow schema a scan of ``columns`` (all when None) returns."""
+        schema = self.schema()
+        if columns is None:
+            return schema
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            raise ValueError(f"no column {missing[0]!r} in the table (columns: {schema.names})")
+        return pa.schema([schema.field(c) for c in columns])
+
     def protocol(self) -> dict[str, Any]:
         """The protocol action (reader/writer versions and features)."""
         return self._raw.protocol()
@@ -81,21 +91,44 @@ class DeltaTable:
         """The deletion vector of every live file that has one, by file path."""
         return dict(self._raw.deletion_vectors())
 
-    def scan(self, columns: list[str] | None = None) -> pa.RecordBatchReader:
-        """Every live row (DVs applied) of the loaded version, as Arrow batches."""
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns))
+    def scan(
+        self, columns: list[str] | None = None, filter: str | None = None
+    ) -> pa.RecordBatchReader:
+        """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
-    def to_pyarrow(self, columns: list[str] | None = None) -> pa.Table:
-        """The table's rows (DVs applied) as a pyarrow Table."""
-        return self.scan(columns).read_all()
+        ``filter`` is a predicate in a small SQL subset: ``column op literal``
+        (``= != <> < <= > >= <=>``), ``IN (...)``, ``IS [NOT] NULL``,
+        ``BETWEEN``, combined with ``AND``/``OR``/``NOT`` and parentheses, e.g.
+        ``"part = 'a' AND (x > 1.5 OR d >= DATE '2024-01-01')"``. Only matching
+        rows are returned; files and row groups it rules out (by partition
+        values, file statistics and parquet row-group statistics) are not read.
+        """
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter))
 
-    def to_pandas(self, columns: list[str] | None = None) -> Any:
+    def to_pyarrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
+        """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`)."""
+        return self.scan(columns, filter).read_all()
+
+    def to_pandas(self, columns: list[str] | None = None, filter: str | None = None) -> Any:
         """The table's rows (DVs applied) as a pandas DataFrame (needs pandas)."""
-        return self.to_pyarrow(columns).to_pandas()
+        return self.to_pyarrow(columns, filter).to_pandas()
 
-    def scan_tasks(self, columns: list[str] | None = None) -> list[ScanTask]:
-        """One small, picklable task per live file; ``task.read()`` needs no log replay."""
-        return [ScanTask(t) for t in self._raw.scan_tasks(columns)]
+    def scan_tasks(
+        self,
+        columns: list[str] | None = None,
+        filter: str | None = None,
+        *,
+        filter_rows: bool = True,
+        split_size: int | None = None,
+    ) -> list[ScanTask]:
+        """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
+        or several per file larger than ``split_size`` bytes (split by row groups).
+        ``task.read()`` needs no log replay. With ``filter_rows=False`` the filter
+        only prunes (files, row groups) and the caller applies it to the rows, as
+        Spark does; predicates that do not bind are then ignored instead of
+        raising."""
+        tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size)
+        return [ScanTask(t) for t in tasks]
 
     def count(self) -> int:
         """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""

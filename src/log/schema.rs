@@ -741,7 +741,7 @@ pub fn to_arrow_type(
 /// returning the unscaled integer. Accepts `[+-]digits[.digits][(e|E)[+-]digits]`
 /// (Java's `BigDecimal.toString` may use an exponent). Values that would need
 /// rounding or exceed the precision are rejected.
-fn parse_decimal_value(s: &str, precision: u8, scale: i8) -> Option<i128> {
+pub(crate) fn parse_decimal_value(s: &str, precision: u8, scale: i8) -> Option<i128> {
     let (negative, body) = if let Some(rest) = s.strip_prefix('-') {
         (true, rest)
     } else if let Some(rest) = s.strip_prefix('+') {
@@ -786,7 +786,7 @@ fn parse_decimal_value(s: &str, precision: u8, scale: i8) -> Option<i128> {
 }
 
 /// `YYYY-MM-DD` (month and day may have one digit) as a date.
-fn parse_date(s: &str) -> Option<NaiveDate> {
+pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
     let mut parts = s.splitn(3, '-');
     let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
     let digits = |p: &str, min: usize, max: usize| {
@@ -798,7 +798,7 @@ fn parse_date(s: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
 }
 
-fn epoch_days(date: NaiveDate) -> Option<i64> {
+pub(crate) fn epoch_days(date: NaiveDate) -> Option<i64> {
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1)?;
     Some(date.signed_duration_since(epoch).num_days())
 }
@@ -867,7 +867,7 @@ fn parse_offset_seconds(zone: &str) -> Option<i64> {
 /// `zoned`, an optional zone suffix (`Z` or an offset) is applied, and a value
 /// without zone is taken as UTC. Without `zoned` (timestamp_ntz) a zone suffix is
 /// rejected.
-fn parse_timestamp_micros(s: &str, zoned: bool) -> Option<i64> {
+pub(crate) fn parse_timestamp_micros(s: &str, zoned: bool) -> Option<i64> {
     let sep = s.find([' ', 'T', 't'])?;
     let (date, rest) = s.split_at(sep);
     let rest = rest.get(1..)?;

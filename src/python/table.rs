@@ -217,25 +217,61 @@ impl RawDeltaTable {
         Ok(())
     }
 
-    /// Scan tasks (JSON strings, one per live file) for `columns` (all when None).
-    #[pyo3(signature = (columns=None))]
-    fn scan_tasks(&self, py: Python<'_>, columns: Option<Vec<String>>) -> PyResult<Vec<String>> {
+    /// Scan tasks (JSON strings): one per live file the filter cannot rule
+    /// out, or several per file larger than `split_size` bytes.
+    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None))]
+    fn scan_tasks(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+        filter_rows: bool,
+        split_size: Option<u64>,
+    ) -> PyResult<Vec<String>> {
+        let options = crate::scan::task::TaskOptions {
+            columns,
+            filter,
+            filter_rows,
+            split_size,
+        };
         py.detach(|| {
-            crate::scan::task::plan_tasks(&self.snapshot, &self.uri, &self.options, columns)?
-                .iter()
-                .map(crate::scan::task::ScanTask::to_json)
-                .collect::<crate::Result<Vec<_>>>()
+            block_on(crate::scan::task::plan_tasks(
+                &self.snapshot,
+                &self.uri,
+                &self.options,
+                &options,
+            ))??
+            .iter()
+            .map(crate::scan::task::ScanTask::to_json)
+            .collect::<crate::Result<Vec<_>>>()
         })
         .map_err(to_py)
     }
 
-    /// Read every live file (DVs applied) as one Arrow stream.
-    #[pyo3(signature = (columns=None))]
-    fn scan(&self, py: Python<'_>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
+    /// Read every live file (DVs applied) as one Arrow stream; with a
+    /// `filter`, only the rows it matches (files and row groups it rules out
+    /// are not read).
+    #[pyo3(signature = (columns=None, filter=None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+    ) -> PyResult<ArrowStream> {
         let (schema, batches) = py
             .detach(|| -> crate::Result<_> {
-                let spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
+                let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
                 let schema = spec.output_schema()?;
+                if let Some(text) = filter {
+                    spec.filter = Some(Arc::new(crate::scan::predicate::Predicate::new(
+                        &text,
+                        self.snapshot.schema(),
+                        &self.snapshot.metadata().partition_columns,
+                        self.snapshot.column_mapping(),
+                        crate::scan::predicate::Binding::Strict,
+                    )?));
+                    spec.filter_rows = true;
+                }
                 let batches = block_on(crate::scan::read_snapshot(&self.snapshot, &spec))??;
                 Ok((schema, batches))
             })

@@ -6,6 +6,8 @@
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
 
+pub mod predicate;
+pub mod pruning;
 pub mod selection;
 pub mod task;
 
@@ -14,10 +16,13 @@ use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
+
+use self::predicate::{FileStats, Predicate};
 
 use crate::dv;
 use crate::error::{Error, Result};
@@ -53,6 +58,11 @@ pub struct ScanSpec {
     pub columns: Option<Vec<String>>,
     /// Add `_row_index` (physical row index, u64) and `_file_path` columns.
     pub with_metadata_columns: bool,
+    /// Prune files and row groups with this predicate.
+    pub filter: Option<Arc<Predicate>>,
+    /// Also drop the rows it does not match (exact filtering); otherwise the
+    /// caller (Spark) applies the filter itself.
+    pub filter_rows: bool,
 }
 
 impl ScanSpec {
@@ -63,6 +73,8 @@ impl ScanSpec {
             column_mapping: snapshot.column_mapping(),
             columns,
             with_metadata_columns: false,
+            filter: None,
+            filter_rows: false,
         }
     }
 
@@ -93,17 +105,144 @@ impl ScanSpec {
     }
 }
 
-/// The files of a snapshot as scan tasks (one per file).
-pub fn plan(snapshot: &Snapshot) -> Result<Vec<ScanFile>> {
+/// The files of a snapshot to read (one per file): those a `filter` cannot
+/// rule out from their partition values and stats, and never files whose
+/// rows are all deleted.
+pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanFile>> {
     Ok(snapshot
         .files()?
         .into_iter()
+        .filter(|f| f.logical_rows() != Some(0))
+        .filter(|f| match filter {
+            None => true,
+            Some(p) => {
+                let stats = FileStats::parse(f.add.stats.as_deref());
+                p.may_match_file(&f.add.partition_values, Some(&stats))
+            }
+        })
         .map(|f| ScanFile {
             size: u64::try_from(f.add.size).unwrap_or(0),
             partition_values: f.add.partition_values,
             deletion_vector: f.add.deletion_vector,
             row_groups: None,
             path: f.path,
+        })
+        .collect())
+}
+
+/// How many footers [`split`] fetches at once.
+const FOOTER_CONCURRENCY: usize = 16;
+
+/// Split files larger than `split_size` bytes into several scan files by row
+/// groups (consecutive row groups up to about `split_size` compressed bytes
+/// each), dropping row groups the spec's filter rules out. Smaller files are
+/// returned unchanged (their row groups are pruned when read).
+pub async fn split(
+    store: &TableStore,
+    spec: &ScanSpec,
+    files: Vec<ScanFile>,
+    split_size: u64,
+) -> Result<Vec<ScanFile>> {
+    let split_size = split_size.max(1);
+    let results: Vec<Result<Vec<ScanFile>>> = futures::stream::iter(files)
+        .map(|file| async move {
+            if file.size <= split_size || file.row_groups.is_some() {
+                return Ok(vec![file]);
+            }
+            let meta = load_metadata(store, &file).await?;
+            let chosen = prune_row_groups(spec, &meta, None)?;
+            let mut out = Vec::new();
+            let mut current: Vec<usize> = Vec::new();
+            let mut bytes = 0u64;
+            for i in chosen {
+                let rg_bytes = meta
+                    .metadata()
+                    .row_groups()
+                    .get(i)
+                    .map_or(0, |rg| u64::try_from(rg.compressed_size()).unwrap_or(0));
+                if !current.is_empty() && bytes + rg_bytes > split_size {
+                    out.push(ScanFile {
+                        row_groups: Some(std::mem::take(&mut current)),
+                        ..file.clone()
+                    });
+                    bytes = 0;
+                }
+                current.push(i);
+                bytes += rg_bytes;
+            }
+            if !current.is_empty() {
+                out.push(ScanFile {
+                    row_groups: Some(current),
+                    ..file.clone()
+                });
+            }
+            Ok(out)
+        })
+        .buffered(FOOTER_CONCURRENCY)
+        .collect()
+        .await;
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+async fn load_metadata(store: &TableStore, file: &ScanFile) -> Result<ArrowReaderMetadata> {
+    let location = store.resolve(&file.path)?;
+    let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
+    ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+        .await
+        .map_err(|e| parquet_error(&file.path, e))
+}
+
+/// The row groups of a file (all, or `candidates`) that the spec's filter
+/// cannot rule out from their parquet statistics.
+fn prune_row_groups(
+    spec: &ScanSpec,
+    meta: &ArrowReaderMetadata,
+    candidates: Option<&[usize]>,
+) -> Result<Vec<usize>> {
+    let row_groups = meta.metadata().row_groups();
+    let all: Vec<usize> = match candidates {
+        Some(c) => c.to_vec(),
+        None => (0..row_groups.len()).collect(),
+    };
+    let Some(filter) = spec.filter.as_deref() else {
+        return Ok(all);
+    };
+    let file_schema = meta.schema();
+    let descr = meta.metadata().file_metadata().schema_descr();
+    let mut leaves = Vec::with_capacity(filter.columns().len());
+    for c in filter.columns() {
+        if c.partition {
+            leaves.push(None);
+            continue;
+        }
+        let root = c.logical.first().and_then(|n| spec.schema.field(n));
+        let leaf = match (root, c.physical.first()) {
+            (Some(field), Some(physical)) => {
+                let idx = pruning::resolve_root(file_schema, field, physical, spec.column_mapping);
+                let name = idx
+                    .and_then(|i| file_schema.fields().get(i))
+                    .map(|f| f.name().clone());
+                pruning::find_leaf(descr, c, name.as_deref())
+            }
+            _ => pruning::Leaf::Unknown,
+        };
+        leaves.push(Some(leaf));
+    }
+    Ok(all
+        .into_iter()
+        .filter(|&i| {
+            let Some(rg) = row_groups.get(i) else {
+                return true;
+            };
+            filter.may_match(&|ci| {
+                let c = filter.columns().get(ci)?;
+                let leaf = leaves.get(ci)?.as_ref()?;
+                pruning::row_group_stats(rg, c, leaf)
+            })
         })
         .collect())
 }
@@ -115,34 +254,88 @@ fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Read one scan file: DV applied as a row selection, columns projected by
-/// physical name, renamed to logical names and cast to the table's types,
-/// partition columns filled in, columns missing from the file as nulls.
+/// Read one scan file: DV applied as a row selection, row groups the filter
+/// rules out skipped, columns projected by physical name (or field id),
+/// renamed to logical names and cast to the table's types, partition columns
+/// filled in, columns missing from the file as nulls; with `filter_rows`, only
+/// the rows the filter matches.
 pub async fn read_file(
     store: &TableStore,
     spec: &ScanSpec,
     file: &ScanFile,
 ) -> Result<Vec<RecordBatch>> {
+    let exact = spec.filter.as_deref().filter(|_| spec.filter_rows);
+    let Some(filter) = exact else {
+        return read_file_columns(store, spec, file).await;
+    };
+    // Read the filter's columns too, filter, then project to what was asked.
     let out_schema = spec.output_schema()?;
+    let mut columns: Vec<String> = out_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| {
+            !(spec.with_metadata_columns && (n == ROW_INDEX_COLUMN || n == FILE_PATH_COLUMN))
+        })
+        .collect();
+    for c in filter.columns() {
+        if let Some(root) = c.logical.first() {
+            if !columns.contains(root) {
+                columns.push(root.clone());
+            }
+        }
+    }
+    let inner = ScanSpec {
+        columns: Some(columns),
+        ..spec.clone()
+    };
+    let inner_schema = inner.output_schema()?;
+    let indexes: Vec<usize> = out_schema
+        .fields()
+        .iter()
+        .map(|f| {
+            inner_schema
+                .index_of(f.name())
+                .map_err(|e| Error::Schema(e.to_string()))
+        })
+        .collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for batch in read_file_columns(store, &inner, file).await? {
+        let kept = filter.filter(&batch)?;
+        if kept.num_rows() > 0 {
+            out.push(
+                kept.project(&indexes)
+                    .map_err(|e| parquet_error(&file.path, e))?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+async fn read_file_columns(
+    store: &TableStore,
+    spec: &ScanSpec,
+    file: &ScanFile,
+) -> Result<Vec<RecordBatch>> {
+    let out_schema = spec.output_schema()?;
+    let meta = load_metadata(store, file).await?;
+    let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
+    if chosen.is_empty() {
+        return Ok(Vec::new());
+    }
     let deleted: Option<RoaringTreemap> = match &file.deletion_vector {
         Some(d) => dv::load_many(store, &[d]).await?.pop(),
         None => None,
     };
     let location = store.resolve(&file.path)?;
     let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
-        .await
-        .map_err(|e| parquet_error(&file.path, e))?;
+    let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
     let row_group_rows: Vec<u64> = builder
         .metadata()
         .row_groups()
         .iter()
         .map(|rg| u64::try_from(rg.num_rows()).unwrap_or(0))
         .collect();
-    let chosen: Vec<usize> = file
-        .row_groups
-        .clone()
-        .unwrap_or_else(|| (0..row_group_rows.len()).collect());
     let plan = selection::plan(&row_group_rows, &chosen, deleted.as_ref(), &file.path)?;
 
     // Physical names of the requested data columns, and where each comes from.
@@ -168,12 +361,16 @@ pub async fn read_file(
             .field(name)
             .ok_or_else(|| Error::InvalidArgument(format!("no column {name:?} in the table")))?;
         let physical = delta_field.physical_name(spec.column_mapping)?.to_string();
-        match file_schema.index_of(&physical) {
-            Ok(i) => {
+        match pruning::resolve_root(&file_schema, delta_field, &physical, spec.column_mapping) {
+            Some(i) => {
                 wanted_roots.push(i);
-                sources.push(Source::File(physical));
+                let name = file_schema
+                    .fields()
+                    .get(i)
+                    .map_or(physical, |f| f.name().clone());
+                sources.push(Source::File(name));
             }
-            Err(_) => sources.push(Source::Missing),
+            None => sources.push(Source::Missing),
         }
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted_roots);
@@ -246,7 +443,7 @@ enum Source {
 /// Read a whole snapshot (files one after another).
 pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<RecordBatch>> {
     let mut out = Vec::new();
-    for file in plan(snapshot)? {
+    for file in plan(snapshot, spec.filter.as_deref())? {
         out.extend(read_file(snapshot.store(), spec, &file).await?);
     }
     Ok(out)

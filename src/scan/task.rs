@@ -2,6 +2,7 @@
 //! read one file (or row-group range) without replaying the log.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{ColumnMappingMode, StructType};
+use crate::scan::predicate::{Binding, Predicate};
 use crate::scan::{read_file, ScanFile, ScanSpec};
 use crate::snapshot::Snapshot;
 
@@ -34,6 +36,12 @@ pub struct ScanTask {
     pub column_mapping: String,
     #[serde(default)]
     pub columns: Option<Vec<String>>,
+    /// Predicate text (see [`crate::scan::predicate`]): prunes row groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Drop the rows `filter` does not match (else the caller filters).
+    #[serde(default)]
+    pub filter_rows: bool,
 }
 
 impl ScanTask {
@@ -52,12 +60,30 @@ impl ScanTask {
     }
 
     fn spec(&self) -> Result<ScanSpec> {
+        let schema = StructType::parse(&self.schema_string)?;
+        let column_mapping = ColumnMappingMode::parse(&self.column_mapping)?;
+        let filter = match &self.filter {
+            None => None,
+            Some(text) => Some(Arc::new(Predicate::new(
+                text,
+                &schema,
+                &self.partition_columns,
+                column_mapping,
+                if self.filter_rows {
+                    Binding::Strict
+                } else {
+                    Binding::Lenient
+                },
+            )?)),
+        };
         Ok(ScanSpec {
-            schema: StructType::parse(&self.schema_string)?,
+            schema,
             partition_columns: self.partition_columns.clone(),
-            column_mapping: ColumnMappingMode::parse(&self.column_mapping)?,
+            column_mapping,
             columns: self.columns.clone(),
             with_metadata_columns: false,
+            filter,
+            filter_rows: self.filter_rows,
         })
     }
 
@@ -80,16 +106,49 @@ impl ScanTask {
     }
 }
 
-/// One task per live file of `snapshot`.
-pub fn plan_tasks(
+/// How a scan is planned into tasks.
+#[derive(Debug, Clone, Default)]
+pub struct TaskOptions {
+    /// Logical columns to return (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Predicate text: files, and row groups of split files, it rules out are
+    /// not planned; each task carries it to prune row groups when read.
+    pub filter: Option<String>,
+    /// Tasks drop the rows the filter does not match (exact filtering). When
+    /// false the filter only prunes and the caller applies it (Spark).
+    pub filter_rows: bool,
+    /// Files larger than this many bytes become several tasks by row groups.
+    pub split_size: Option<u64>,
+}
+
+/// Tasks for the live files of `snapshot`: one per file, or several per file
+/// larger than `split_size`.
+pub async fn plan_tasks(
     snapshot: &Snapshot,
     table_uri: &str,
     storage_options: &HashMap<String, String>,
-    columns: Option<Vec<String>>,
+    options: &TaskOptions,
 ) -> Result<Vec<ScanTask>> {
-    let spec = ScanSpec::for_snapshot(snapshot, columns.clone());
+    let mut spec = ScanSpec::for_snapshot(snapshot, options.columns.clone());
     spec.output_schema()?; // unknown columns fail here, on the driver
-    Ok(super::plan(snapshot)?
+    if let Some(text) = &options.filter {
+        spec.filter = Some(Arc::new(Predicate::new(
+            text,
+            snapshot.schema(),
+            &snapshot.metadata().partition_columns,
+            snapshot.column_mapping(),
+            if options.filter_rows {
+                Binding::Strict
+            } else {
+                Binding::Lenient
+            },
+        )?));
+    }
+    let mut files = super::plan(snapshot, spec.filter.as_deref())?;
+    if let Some(size) = options.split_size {
+        files = super::split(snapshot.store(), &spec, files, size).await?;
+    }
+    Ok(files
         .into_iter()
         .map(|f| ScanTask {
             table_uri: table_uri.to_string(),
@@ -102,7 +161,9 @@ pub fn plan_tasks(
             schema_string: snapshot.metadata().schema_string.clone(),
             partition_columns: snapshot.metadata().partition_columns.clone(),
             column_mapping: snapshot.column_mapping().to_string(),
-            columns: columns.clone(),
+            columns: options.columns.clone(),
+            filter: options.filter.clone(),
+            filter_rows: options.filter_rows,
         })
         .collect())
 }

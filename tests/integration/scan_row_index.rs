@@ -77,6 +77,8 @@ fn spec() -> ScanSpec {
         column_mapping: ColumnMappingMode::None,
         columns: None,
         with_metadata_columns: true,
+        filter: None,
+        filter_rows: false,
     }
 }
 
