@@ -55,6 +55,9 @@ def spark() -> Any:
         builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Delta Spark replays its log in 50 partitions by default: slow on 2 cores.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -73,3 +73,47 @@ def test_column_mapping_and_many_row_groups(delta_spark: Any, tmp_path: Path) ->
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 13 = 0 OR id BETWEEN 20000 AND 20500")
     n = _compare(spark, path, ["id", "a name", "value"])
     assert n == 60_000 - len({i for i in range(60_000) if i % 13 == 0 or 20000 <= i <= 20500})
+
+
+def test_filters_that_prune_row_groups_and_split_files(delta_spark: Any, tmp_path: Path) -> None:
+    """Filters prune files (stats) and row groups (parquet stats) and files split
+    into row-group tasks, on a Delta Spark table with DVs: same rows as Delta Spark."""
+    spark = delta_spark
+    path = str(tmp_path / "pruned")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("parquet.block.size", str(32 * 1024))
+    try:
+        (
+            spark.range(0, 80_000, numPartitions=2)
+            .selectExpr("id", "id % 3 AS part", "concat('s', id) AS s", "id / 4 AS x")
+            .repartition(2, "part")
+            .sortWithinPartitions("id")
+            .write.format("delta")
+            .partitionBy("part")
+            .option("delta.enableDeletionVectors", "true")
+            .save(path)
+        )
+    finally:
+        hadoop.unset("parquet.block.size")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 11 = 0 OR id BETWEEN 41000 AND 41999")
+    t = deltadv.DeltaTable(path)
+    assert t.files()["dv_storage_type"].null_count < t.files().num_rows
+    all_tasks = t.scan_tasks(split_size=64 * 1024)
+    assert len(all_tasks) > t.files().num_rows, "large files become several tasks"
+    for cond in (
+        "id >= 40000 AND id < 43000",
+        "part = 1 AND id > 70000",
+        "id IN (11, 12, 41500, 79999) OR s = 's77'",
+        "NOT (id < 79000) AND s IS NOT NULL",
+    ):
+        theirs = _rows(spark.read.format("delta").load(path).filter(cond), ["id", "part", "s"])
+        ours = _rows(
+            dspark.read(spark, path, filter=cond, split_size=64 * 1024), ["id", "part", "s"]
+        )
+        assert ours == theirs, cond
+        assert len(theirs) > 0, cond
+        pruned = t.scan_tasks(filter=cond, filter_rows=False, split_size=64 * 1024)
+        assert len(pruned) < len(all_tasks), cond
+        arrow = t.to_pyarrow(["id", "part", "s"], filter=cond)
+        got = sorted(zip(*(arrow[c].to_pylist() for c in ["id", "part", "s"]), strict=True))
+        assert got == theirs, cond
