@@ -81,6 +81,11 @@ pub enum Error {
     #[error("unsupported: {0}")]
     Unsupported(String),
 
+    /// A concurrent commit changed what this transaction read or changes, in a
+    /// way it cannot be rebased over. Nothing was committed.
+    #[error("commit conflict at version {version}: {detail}")]
+    Conflict { version: u64, detail: String },
+
     /// A table schema that cannot be parsed or converted.
     #[error("invalid schema: {0}")]
     Schema(String),

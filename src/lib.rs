@@ -32,6 +32,7 @@ pub mod io;
 pub mod log;
 pub mod scan;
 pub mod snapshot;
+pub mod write;
 
 #[cfg(feature = "python")]
 mod python;

@@ -9,10 +9,13 @@ The main types:
 * :func:`z85_encode` / :func:`z85_decode` - Z85 exactly as Delta uses it.
 
 Errors derive from :class:`DeltaDVError`; corrupt DV bytes raise
-:class:`CorruptDeletionVectorError`; bad arguments raise :class:`ValueError`.
+:class:`CorruptDeletionVectorError`; a commit that loses a race it cannot be
+rebased over raises :class:`CommitConflictError`; bad arguments raise
+:class:`ValueError`.
 """
 
 from deltadv._core import (
+    CommitConflictError,
     CorruptDeletionVectorError,
     DeletionVector,
     DeletionVectorDescriptor,
@@ -25,6 +28,7 @@ from deltadv._core import (
 from deltadv.table import DeltaTable, ScanTask
 
 __all__ = [
+    "CommitConflictError",
     "CorruptDeletionVectorError",
     "DeletionVector",
     "DeletionVectorDescriptor",

@@ -11,6 +11,9 @@ __version__: str
 class DeltaDVError(Exception):
     """Base class of deltadv's errors."""
 
+class CommitConflictError(DeltaDVError):
+    """A concurrent commit conflicts with this one; nothing was committed."""
+
 class CorruptDeletionVectorError(DeltaDVError):
     """DV bytes that do not match the format or their descriptor.
 
@@ -139,7 +142,19 @@ class RawDeltaTable:
         filter_rows: bool = True,
         split_size: int | None = None,
     ) -> list[str]: ...
-    def scan(self, columns: list[str] | None = None, filter: str | None = None) -> ArrowStream: ...
+    def scan(
+        self,
+        columns: list[str] | None = None,
+        filter: str | None = None,
+        with_metadata: bool = False,
+    ) -> ArrowStream: ...
+    def delete_rows(
+        self,
+        rows: dict[str, Any],
+        inline_threshold: int = 0,
+        predicate: str | None = None,
+    ) -> dict[str, Any]: ...
+    def delete(self, predicate: str | None = None, inline_threshold: int = 0) -> dict[str, Any]: ...
 
 def read_scan_task(task: str) -> ArrowStream: ...
 def scan_task_schema(task: str) -> ArrowSchema: ...

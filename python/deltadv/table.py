@@ -130,6 +130,52 @@ class DeltaTable:
         tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size)
         return [ScanTask(t) for t in tasks]
 
+    def scan_with_row_index(
+        self, columns: list[str] | None = None, filter: str | None = None
+    ) -> pa.RecordBatchReader:
+        """Like :meth:`scan`, plus ``_row_index`` (the row's physical index in its
+        data file) and ``_file_path`` (the data file) columns, for targeted DML."""
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter, True))
+
+    def delete(
+        self,
+        predicate: str | pc.Expression | None = None,
+        *,
+        inline_threshold: int = 0,
+    ) -> dict[str, Any]:
+        """Delete the rows matching ``predicate`` with deletion vectors (merge-on-read).
+
+        ``predicate`` is deltadv's SQL subset (see :meth:`scan`), a pyarrow compute
+        expression (``pc.field("id") > 5``), or None for every row. Files ruled out
+        by partition values or stats are not read; files matched entirely by a
+        partition predicate are removed unread. DVs of files already carrying one
+        are extended (old | new). DVs whose serialized size is at most
+        ``inline_threshold`` bytes are stored inline in the log (0: never).
+        Returns the operation metrics (also written to the commit's commitInfo)
+        and moves this object to the new version.
+        """
+        if predicate is None or isinstance(predicate, str):
+            return self._raw.delete(predicate, inline_threshold)
+        if not isinstance(predicate, pc.Expression):
+            raise TypeError(
+                f"predicate must be a str or pyarrow.compute.Expression, not {predicate!r}"
+            )
+        rows: dict[str, list[int]] = {}
+        for batch in self.scan_with_row_index():
+            hit = pa.Table.from_batches([batch]).filter(predicate)
+            for path, index in zip(
+                hit["_file_path"].to_pylist(), hit["_row_index"].to_pylist(), strict=True
+            ):
+                rows.setdefault(path, []).append(index)
+        return self._raw.delete_rows(rows, inline_threshold, str(predicate))
+
+    def delete_rows(self, rows: dict[str, Any], *, inline_threshold: int = 0) -> dict[str, Any]:
+        """Delete rows by physical row index: ``{data file path: row indexes}``
+        (a list, range, numpy array or DeletionVector each), for callers that already
+        know which rows go (e.g. erasure requests resolved by key lookups). Paths are
+        as in :meth:`files`. Returns the operation metrics; see :meth:`delete`."""
+        return self._raw.delete_rows(dict(rows), inline_threshold)
+
     def count(self) -> int:
         """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""
         files = self.files()

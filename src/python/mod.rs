@@ -24,6 +24,12 @@ create_exception!(
 );
 create_exception!(
     deltadv,
+    CommitConflictError,
+    DeltaDVError,
+    "A concurrent commit conflicts with this one; nothing was committed."
+);
+create_exception!(
+    deltadv,
     CorruptDeletionVectorError,
     DeltaDVError,
     "Deletion vector bytes that do not match the format or their descriptor."
@@ -39,6 +45,7 @@ fn to_py(err: Error) -> PyErr {
         }
         Error::Json { .. } => PyValueError::new_err(message),
         Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
+        Error::Conflict { .. } => CommitConflictError::new_err(message),
         Error::Io { .. } => PyOSError::new_err(message),
         Error::VersionNotFound(_) => PyValueError::new_err(message),
         Error::CorruptLog { .. }
@@ -51,7 +58,7 @@ fn to_py(err: Error) -> PyErr {
 }
 
 /// Row indexes from any supported Python object.
-fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreemap> {
+pub(crate) fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreemap> {
     if let Ok(dv) = obj.cast::<DeletionVector>() {
         return Ok(dv.get().map.clone());
     }
@@ -442,6 +449,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "CorruptDeletionVectorError",
         py.get_type::<CorruptDeletionVectorError>(),
     )?;
+    m.add("CommitConflictError", py.get_type::<CommitConflictError>())?;
     m.add_class::<DeletionVector>()?;
     m.add_class::<DeletionVectorDescriptor>()?;
     m.add_class::<RowIterator>()?;

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use super::{to_py, DeletionVector};
+use super::{rows_from_object, to_py, DeletionVector};
 use crate::io::{block_on, TableStore};
 use crate::snapshot::Snapshot;
 
@@ -251,16 +251,18 @@ impl RawDeltaTable {
     /// Read every live file (DVs applied) as one Arrow stream; with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).
-    #[pyo3(signature = (columns=None, filter=None))]
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false))]
     fn scan(
         &self,
         py: Python<'_>,
         columns: Option<Vec<String>>,
         filter: Option<String>,
+        with_metadata: bool,
     ) -> PyResult<ArrowStream> {
         let (schema, batches) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
+                spec.with_metadata_columns = with_metadata;
                 let schema = spec.output_schema()?;
                 if let Some(text) = filter {
                     spec.filter = Some(Arc::new(crate::scan::predicate::Predicate::new(
@@ -279,6 +281,66 @@ impl RawDeltaTable {
         Ok(ArrowStream::new(schema, batches))
     }
 
+    /// Delete rows by physical row index (`{path: rows}`); returns the
+    /// operation metrics and reloads the table at the new version.
+    #[pyo3(signature = (rows, inline_threshold=0, predicate=None))]
+    fn delete_rows<'py>(
+        &mut self,
+        py: Python<'py>,
+        rows: &Bound<'py, PyDict>,
+        inline_threshold: usize,
+        predicate: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut map = HashMap::new();
+        for (k, v) in rows.iter() {
+            let path: String = k.extract()?;
+            let r = rows_from_object(&v)?;
+            match map.get_mut(&path) {
+                Some(existing) => *existing |= r,
+                None => {
+                    map.insert(path, r);
+                }
+            }
+        }
+        let options = crate::write::delete::DeleteOptions {
+            inline_threshold,
+            predicate,
+            ..Default::default()
+        };
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| block_on(crate::write::delete::delete_rows(&snapshot, map, &options)))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.after_write(py, &metrics)
+    }
+
+    /// DELETE WHERE `predicate` (deltadv's predicate subset; None: all rows).
+    #[pyo3(signature = (predicate=None, inline_threshold=0))]
+    fn delete<'py>(
+        &mut self,
+        py: Python<'py>,
+        predicate: Option<String>,
+        inline_threshold: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::write::delete::DeleteOptions {
+            inline_threshold,
+            ..Default::default()
+        };
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| {
+                block_on(crate::write::delete::delete_where(
+                    &snapshot,
+                    predicate.as_deref(),
+                    &options,
+                ))
+            })
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.after_write(py, &metrics)
+    }
+
     /// Requests made by this table so far: gets, puts, lists, deletes, heads.
     fn request_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.store.counts();
@@ -294,6 +356,43 @@ impl RawDeltaTable {
     #[getter]
     fn storage_options(&self) -> HashMap<String, String> {
         self.options.clone()
+    }
+}
+
+impl RawDeltaTable {
+    /// Reload at the version a write committed; metrics as a dict.
+    fn after_write<'py>(
+        &mut self,
+        py: Python<'py>,
+        m: &crate::write::delete::DeleteMetrics,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if let Some(v) = m.version {
+            let store = self.store.clone();
+            let snapshot = py
+                .detach(|| block_on(Snapshot::load(store, Some(v))))
+                .map_err(to_py)?
+                .map_err(to_py)?;
+            self.snapshot = Arc::new(snapshot);
+        }
+        let d = PyDict::new(py);
+        d.set_item("version", m.version)?;
+        d.set_item("num_deleted_rows", m.num_deleted_rows)?;
+        d.set_item("num_deletion_vectors_added", m.num_deletion_vectors_added)?;
+        d.set_item(
+            "num_deletion_vectors_removed",
+            m.num_deletion_vectors_removed,
+        )?;
+        d.set_item(
+            "num_deletion_vectors_updated",
+            m.num_deletion_vectors_updated,
+        )?;
+        d.set_item("num_removed_files", m.num_removed_files)?;
+        d.set_item("num_added_files", m.num_added_files)?;
+        d.set_item("num_dv_files_written", m.num_dv_files_written)?;
+        d.set_item("execution_time_ms", m.execution_time_ms)?;
+        d.set_item("attempts", m.attempts)?;
+        d.set_item("rebases", m.rebases)?;
+        Ok(d)
     }
 }
 

@@ -188,6 +188,19 @@ pub async fn split(
     Ok(out)
 }
 
+/// Number of rows of a data file, from its parquet footer.
+pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result<u64> {
+    let file = ScanFile {
+        path: path.to_string(),
+        size,
+        partition_values: HashMap::new(),
+        deletion_vector: None,
+        row_groups: None,
+    };
+    let meta = load_metadata(store, &file).await?;
+    Ok(u64::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0))
+}
+
 async fn load_metadata(store: &TableStore, file: &ScanFile) -> Result<ArrowReaderMetadata> {
     let location = store.resolve(&file.path)?;
     let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);

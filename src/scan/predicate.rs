@@ -1010,6 +1010,44 @@ impl Predicate {
         may_match(&self.root, false, &self.columns, stats)
     }
 
+    /// Could any row described by `stats` fail the predicate (be FALSE or
+    /// NULL)? `false` is a proof that every row matches.
+    pub fn may_fail(&self, stats: &dyn Fn(usize) -> Option<ColumnStats>) -> bool {
+        // A row fails when NOT(p) is true or p is NULL; NULL needs a column
+        // that may be null, which exact partition values rule in or out.
+        may_match(&self.root, true, &self.columns, stats) || self.may_be_null(stats)
+    }
+
+    fn may_be_null(&self, stats: &dyn Fn(usize) -> Option<ColumnStats>) -> bool {
+        (0..self.columns.len()).any(|i| stats(i).is_none_or(|s| !s.none_null))
+    }
+
+    /// Whether every row of a file with these partition values matches (only
+    /// decidable for partition-only predicates).
+    pub fn matches_whole_partition(&self, values: &HashMap<String, Option<String>>) -> bool {
+        if !self.partition_only() {
+            return false;
+        }
+        let stats = |i: usize| {
+            let c = self.columns.get(i)?;
+            let key = c.physical.first()?;
+            let raw = values.get(key).cloned().flatten().filter(|s| !s.is_empty());
+            match raw {
+                None => Some(ColumnStats::exact(None)),
+                Some(s) => convert(&Literal::Str(s), c)
+                    .ok()
+                    .flatten()
+                    .map(|v| ColumnStats::exact(Some(v))),
+            }
+        };
+        // Floats: NaN handling makes bounds one-sided; decide by rows instead.
+        let float = self
+            .columns
+            .iter()
+            .any(|c| matches!(c.data_type, DataType::Float | DataType::Double));
+        !float && !self.may_fail(&stats)
+    }
+
     /// Pruning of one data file from its `partitionValues` (keyed by physical
     /// name; a missing key or empty string is null) and, when given, its
     /// `add.stats`.

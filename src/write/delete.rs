@@ -1,0 +1,616 @@
+//! DELETE with deletion vectors: for each touched file, new DV = old DV ∪
+//! newly deleted rows, all new DVs packed into one DV file, then one commit of
+//! `remove(path, old DV)` + `add(path, new DV)` pairs (a file whose rows are
+//! all gone is only removed).
+//!
+//! Concurrency goes beyond OSS Delta's file-level rules: when a concurrent
+//! commit replaced the DV of a file this delete touches (remove + add of the
+//! same path), the delete is rebased — its rows are unioned onto the winner's
+//! DV — so two deletes of different rows of one file both succeed. A file the
+//! winner removed outright, or a metadata/protocol change, is a conflict.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use roaring::RoaringTreemap;
+use serde_json::{json, Map, Value};
+
+use super::commit::{conflict, read_commit, try_commit};
+use super::fail_point;
+use crate::dv;
+use crate::error::{Error, Result};
+use crate::format::bitmap;
+use crate::format::descriptor::DeletionVectorDescriptor;
+use crate::io::TableStore;
+use crate::log::actions::{Action, Add, Remove};
+use crate::log::replay::normalize_path;
+use crate::snapshot::Snapshot;
+
+/// Table features a DELETE can leave intact without doing anything special.
+const SAFE_WRITER_FEATURES: &[&str] = &[
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+    "deletionVectors",
+    "timestampNtz",
+    "domainMetadata",
+    "vacuumProtocolCheck",
+    "allowColumnDefaults",
+    "typeWidening",
+    "typeWidening-preview",
+    "changeDataFeed",
+    "v2Checkpoint",
+    "checkpointProtection",
+];
+
+/// How deletes are written.
+#[derive(Debug, Clone)]
+pub struct DeleteOptions {
+    /// DVs whose serialized bitmap is at most this many bytes go inline in the
+    /// log instead of into a DV file (0: never).
+    pub inline_threshold: usize,
+    /// Commit attempts before giving up on a busy table.
+    pub max_attempts: u32,
+    /// The predicate to record in commitInfo.operationParameters.
+    pub predicate: Option<String>,
+    /// Engine name recorded in commitInfo.
+    pub engine_info: String,
+}
+
+impl Default for DeleteOptions {
+    fn default() -> Self {
+        DeleteOptions {
+            inline_threshold: 0,
+            max_attempts: 1000,
+            predicate: None,
+            engine_info: format!("deltadv/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// What a delete did (the commitInfo.operationMetrics, and where it landed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeleteMetrics {
+    /// The committed version (None: nothing to delete, nothing committed).
+    pub version: Option<u64>,
+    pub num_deleted_rows: u64,
+    pub num_deletion_vectors_added: u64,
+    pub num_deletion_vectors_removed: u64,
+    pub num_deletion_vectors_updated: u64,
+    pub num_removed_files: u64,
+    pub num_added_files: u64,
+    pub num_dv_files_written: u64,
+    pub execution_time_ms: u64,
+    /// Commit attempts (1 unless concurrent commits forced retries).
+    pub attempts: u32,
+    /// Rebases over concurrent DV changes to the same files.
+    pub rebases: u32,
+}
+
+impl DeleteMetrics {
+    /// The metrics as Delta writes them (string values).
+    fn to_json(&self) -> Value {
+        json!({
+            "numDeletedRows": self.num_deleted_rows.to_string(),
+            "numDeletionVectorsAdded": self.num_deletion_vectors_added.to_string(),
+            "numDeletionVectorsRemoved": self.num_deletion_vectors_removed.to_string(),
+            "numDeletionVectorsUpdated": self.num_deletion_vectors_updated.to_string(),
+            "numRemovedFiles": self.num_removed_files.to_string(),
+            "numAddedFiles": "0",
+            "numAddedChangeFiles": "0",
+            "numCopiedRows": "0",
+            "numFilesAfterSkipping": (self.num_removed_files + self.num_deletion_vectors_added
+                + self.num_deletion_vectors_updated).to_string(),
+            "executionTimeMs": self.execution_time_ms.to_string(),
+            "numAddedBytes": "0",
+            "numRemovedBytes": "0",
+        })
+    }
+}
+
+/// Check that deltadv may DELETE from this table with DVs; errors say why not.
+pub fn check_can_delete(snapshot: &Snapshot) -> Result<()> {
+    let p = snapshot.protocol();
+    let m = snapshot.metadata();
+    if p.min_writer_version > 7 {
+        return Err(Error::Unsupported(format!(
+            "table requires writer version {}; deltadv writes up to 7",
+            p.min_writer_version
+        )));
+    }
+    let writer: Vec<&str> = p
+        .writer_features
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    if let Some(f) = writer.iter().find(|f| !SAFE_WRITER_FEATURES.contains(f)) {
+        return Err(Error::Unsupported(format!(
+            "table requires writer feature {f:?}, which deltadv's DELETE does not maintain"
+        )));
+    }
+    if m.property("delta.appendOnly") == Some("true") {
+        return Err(Error::Unsupported(
+            "table is append-only (delta.appendOnly=true): DELETE is not allowed".into(),
+        ));
+    }
+    if m.property("delta.enableChangeDataFeed") == Some("true") {
+        return Err(Error::Unsupported(
+            "table has the change data feed enabled; deltadv's DELETE does not write CDC files yet"
+                .into(),
+        ));
+    }
+    if m.property("delta.enableRowTracking") == Some("true") {
+        return Err(Error::Unsupported(
+            "table has row tracking enabled; deltadv does not maintain row ids yet".into(),
+        ));
+    }
+    if m.property("delta.enableInCommitTimestamps") == Some("true") {
+        return Err(Error::Unsupported(
+            "table has in-commit timestamps enabled; deltadv does not write them yet".into(),
+        ));
+    }
+    let reader_dv = p
+        .reader_features
+        .iter()
+        .flatten()
+        .any(|f| f == "deletionVectors");
+    let allowed = p.min_reader_version >= 3
+        && p.min_writer_version >= 7
+        && reader_dv
+        && writer.contains(&"deletionVectors")
+        && m.property("delta.enableDeletionVectors") != Some("false");
+    if !allowed {
+        return Err(Error::Unsupported(
+            "table does not allow deletion vectors (needs protocol reader 3 / writer 7 with the \
+             deletionVectors feature and delta.enableDeletionVectors=true); enable them first \
+             (DeltaTable.enable_deletion_vectors())"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One file's state during a delete: its current add action and DV, and the
+/// rows this delete removes from it.
+struct Target {
+    add: Add,
+    key: String,
+    num_records: u64,
+    base_dv: RoaringTreemap,
+    rows: RoaringTreemap,
+}
+
+/// What to commit for one file.
+enum Change {
+    /// Nothing new to delete (rows already deleted).
+    None,
+    /// All rows gone: remove the file.
+    RemoveFile { deleted: u64 },
+    /// New DV (`Some` map: written to a DV file or inline).
+    NewDv { map: RoaringTreemap, deleted: u64 },
+}
+
+fn plan_change(t: &Target) -> Change {
+    let union = &t.base_dv | &t.rows;
+    let deleted = union.len() - t.base_dv.len();
+    if deleted == 0 {
+        Change::None
+    } else if union.len() >= t.num_records {
+        Change::RemoveFile { deleted }
+    } else {
+        Change::NewDv {
+            map: union,
+            deleted,
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `add.stats` with `tightBounds` false (min/max/nullCount stay valid bounds).
+fn wide_stats(stats: Option<&str>, num_records: u64) -> String {
+    let mut v: Map<String, Value> = stats
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+        .and_then(|v| match v {
+            Value::Object(o) => Some(o),
+            _ => None,
+        })
+        .unwrap_or_default();
+    v.insert("numRecords".into(), json!(num_records));
+    v.insert("tightBounds".into(), json!(false));
+    Value::Object(v).to_string()
+}
+
+fn remove_of(add: &Add, now: i64) -> Remove {
+    Remove {
+        path: add.path.clone(),
+        deletion_timestamp: Some(now),
+        data_change: true,
+        extended_file_metadata: Some(true),
+        partition_values: Some(add.partition_values.clone()),
+        size: Some(add.size),
+        stats: add.stats.clone(),
+        tags: add.tags.clone(),
+        deletion_vector: add.deletion_vector.clone(),
+        base_row_id: add.base_row_id,
+        default_row_commit_version: add.default_row_commit_version,
+    }
+}
+
+/// Number of physical rows of a data file (from stats, else its footer).
+async fn num_records(store: &TableStore, add: &Add, stats_rows: Option<i64>) -> Result<u64> {
+    if let Some(n) = stats_rows.and_then(|n| u64::try_from(n).ok()) {
+        return Ok(n);
+    }
+    crate::scan::file_row_count(
+        store,
+        &normalize_path(&add.path),
+        u64::try_from(add.size).unwrap_or(0),
+    )
+    .await
+}
+
+/// Delete rows by physical row index: `rows` maps a data file's path (as in
+/// `add.path`, URL-decoded or not) to the row indexes to delete. Returns what
+/// was done; commits nothing if every row was already deleted.
+pub async fn delete_rows(
+    snapshot: &Snapshot,
+    rows: HashMap<String, RoaringTreemap>,
+    options: &DeleteOptions,
+) -> Result<DeleteMetrics> {
+    let started = Instant::now();
+    check_can_delete(snapshot)?;
+    let store = snapshot.store();
+    let mut live: HashMap<String, crate::snapshot::LiveFile> = HashMap::new();
+    for f in snapshot.files()? {
+        live.insert(f.path.clone(), f);
+    }
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for (path, r) in rows {
+        if r.is_empty() {
+            continue;
+        }
+        let key = normalize_path(&path);
+        let f = live.get(&key).ok_or_else(|| Error::NotFound {
+            path: format!(
+                "{path} is not a live data file of {} at version {}",
+                store.url(),
+                snapshot.version()
+            ),
+        })?;
+        let n = num_records(store, &f.add, f.num_records).await?;
+        if let Some(max) = r.max() {
+            if max >= n {
+                return Err(Error::InvalidArgument(format!(
+                    "row index {max} is out of range for {key}, which has {n} rows"
+                )));
+            }
+        }
+        match targets.get_mut(&key) {
+            Some(t) => t.rows |= r,
+            None => {
+                targets.insert(
+                    key.clone(),
+                    Target {
+                        add: f.add.clone(),
+                        key,
+                        num_records: n,
+                        base_dv: RoaringTreemap::new(),
+                        rows: r,
+                    },
+                );
+            }
+        }
+    }
+    // Current DVs of the touched files, fetched together (coalesced).
+    let with_dv: Vec<(String, DeletionVectorDescriptor)> = targets
+        .iter()
+        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
+        .collect();
+    let refs: Vec<&DeletionVectorDescriptor> = with_dv.iter().map(|(_, d)| d).collect();
+    for ((k, _), map) in with_dv.iter().zip(dv::load_many(store, &refs).await?) {
+        if let Some(t) = targets.get_mut(k) {
+            t.base_dv = map;
+        }
+    }
+    commit_targets(snapshot, targets, options, started).await
+}
+
+async fn commit_targets(
+    snapshot: &Snapshot,
+    mut targets: BTreeMap<String, Target>,
+    options: &DeleteOptions,
+    started: Instant,
+) -> Result<DeleteMetrics> {
+    let store = snapshot.store();
+    let mut read_version = snapshot.version();
+    let mut metrics = DeleteMetrics::default();
+    let mut attempt = 0u32;
+    // Actions for the current bases; rebuilt (new DV file) only after a rebase.
+    let mut prepared: Option<(Vec<Action>, DeleteMetrics)> = None;
+    loop {
+        attempt += 1;
+        if prepared.is_none() {
+            prepared = Some(prepare(store, &targets, options).await?);
+        }
+        let Some((file_actions, m)) = prepared.as_ref() else {
+            continue;
+        };
+        if file_actions.is_empty() {
+            let mut m = m.clone();
+            m.attempts = attempt;
+            m.rebases = metrics.rebases;
+            return Ok(m);
+        }
+        let version = read_version + 1;
+        let mut m = m.clone();
+        m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut actions = vec![Action::CommitInfo(commit_info(read_version, &m, options))];
+        actions.extend(file_actions.iter().cloned());
+        if try_commit(store, version, &actions).await? {
+            fail_point("after_commit")?;
+            m.version = Some(version);
+            m.attempts = attempt;
+            m.rebases = metrics.rebases;
+            return Ok(m);
+        }
+        // Lost the race for `version`: see what the winner did.
+        let winner = read_commit(store, version).await?;
+        let rebased = check_and_rebase(store, version, &winner, &mut targets).await?;
+        if rebased {
+            metrics.rebases += 1;
+            prepared = None;
+        }
+        read_version = version;
+        if attempt >= options.max_attempts {
+            return Err(conflict(
+                version,
+                format!("gave up after {attempt} attempts (table too busy)"),
+            ));
+        }
+    }
+}
+
+/// Check a winning commit against our targets; rebase targets whose DV the
+/// winner replaced. `Ok(true)` if any target changed.
+async fn check_and_rebase(
+    store: &TableStore,
+    version: u64,
+    winner: &[Action],
+    targets: &mut BTreeMap<String, Target>,
+) -> Result<bool> {
+    let mut removed: HashMap<String, &Remove> = HashMap::new();
+    let mut added: HashMap<String, &Add> = HashMap::new();
+    for a in winner {
+        match a {
+            Action::Metadata(_) => {
+                return Err(conflict(
+                    version,
+                    "a concurrent commit changed the table metadata (schema or properties)",
+                ))
+            }
+            Action::Protocol(_) => {
+                return Err(conflict(
+                    version,
+                    "a concurrent commit changed the protocol",
+                ))
+            }
+            Action::Remove(r) => {
+                removed.insert(normalize_path(&r.path), r);
+            }
+            Action::Add(a) => {
+                added.insert(normalize_path(&a.path), a);
+            }
+            _ => {}
+        }
+    }
+    let mut changed = false;
+    for (key, t) in targets.iter_mut() {
+        if !removed.contains_key(key) {
+            continue;
+        }
+        let Some(new_add) = added.get(key) else {
+            return Err(conflict(
+                version,
+                format!("data file {key} was removed by a concurrent commit"),
+            ));
+        };
+        // The winner replaced this file's DV: rebase onto it.
+        t.base_dv = match &new_add.deletion_vector {
+            Some(d) => dv::load_many(store, &[d]).await?.pop().unwrap_or_default(),
+            None => RoaringTreemap::new(),
+        };
+        t.add = (*new_add).clone();
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// The remove/add actions for the current targets (one DV file for all new
+/// file-backed DVs) and the metrics they amount to.
+async fn prepare(
+    store: &TableStore,
+    targets: &BTreeMap<String, Target>,
+    options: &DeleteOptions,
+) -> Result<(Vec<Action>, DeleteMetrics)> {
+    let now = now_ms();
+    let mut m = DeleteMetrics::default();
+    let mut file_maps: Vec<RoaringTreemap> = Vec::new();
+    let mut plans: Vec<(&Target, Change)> = Vec::new();
+    for t in targets.values() {
+        let change = plan_change(t);
+        if let Change::NewDv { map, .. } = &change {
+            if options.inline_threshold == 0
+                || bitmap::serialized_size(map) > options.inline_threshold
+            {
+                file_maps.push(map.clone());
+            }
+        }
+        plans.push((t, change));
+    }
+    let mut file_descriptors = if file_maps.is_empty() {
+        Vec::new()
+    } else {
+        fail_point("dv_write")?;
+        m.num_dv_files_written = 1;
+        dv::write_file_to(store, "", &file_maps).await?
+    }
+    .into_iter();
+    let mut actions = Vec::new();
+    for (t, change) in plans {
+        let had_dv = t.add.deletion_vector.is_some();
+        match change {
+            Change::None => {}
+            Change::RemoveFile { deleted } => {
+                m.num_deleted_rows += deleted;
+                m.num_removed_files += 1;
+                if had_dv {
+                    m.num_deletion_vectors_removed += 1;
+                }
+                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
+            }
+            Change::NewDv { map, deleted } => {
+                m.num_deleted_rows += deleted;
+                let inline = options.inline_threshold > 0
+                    && bitmap::serialized_size(&map) <= options.inline_threshold;
+                let descriptor = if inline {
+                    DeletionVectorDescriptor::inline(&map)?
+                } else {
+                    file_descriptors.next().ok_or_else(|| {
+                        Error::InvalidArgument(format!("no DV written for {}", t.key))
+                    })?
+                };
+                if had_dv {
+                    m.num_deletion_vectors_updated += 1;
+                    m.num_deletion_vectors_removed += 1;
+                }
+                m.num_deletion_vectors_added += 1;
+                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
+                let mut add = t.add.clone();
+                add.modification_time = now;
+                add.data_change = true;
+                add.stats = Some(wide_stats(t.add.stats.as_deref(), t.num_records));
+                add.deletion_vector = Some(descriptor);
+                actions.push(Action::Add(Box::new(add)));
+            }
+        }
+    }
+    Ok((actions, m))
+}
+
+fn commit_info(read_version: u64, m: &DeleteMetrics, options: &DeleteOptions) -> Value {
+    let predicate = options
+        .predicate
+        .clone()
+        .map_or_else(|| "[]".to_string(), |p| json!([p]).to_string());
+    json!({
+        "timestamp": now_ms(),
+        "operation": "DELETE",
+        "operationParameters": {"predicate": predicate},
+        "readVersion": read_version,
+        "isolationLevel": "WriteSerializable",
+        "isBlindAppend": false,
+        "operationMetrics": m.to_json(),
+        "engineInfo": options.engine_info,
+        "txnId": uuid::Uuid::new_v4().to_string(),
+    })
+}
+
+/// Files read at once when a delete looks for matching rows.
+const READ_CONCURRENCY: usize = 4;
+
+/// DELETE FROM table WHERE `predicate` (deltadv's predicate subset; `None`
+/// deletes every row). Files the predicate rules out by partition values or
+/// stats are not read; files it matches entirely by partition values are
+/// removed without being read; the rest are read (with physical row
+/// indexes) and the matching rows get deletion vectors.
+pub async fn delete_where(
+    snapshot: &Snapshot,
+    predicate: Option<&str>,
+    options: &DeleteOptions,
+) -> Result<DeleteMetrics> {
+    use futures::StreamExt;
+
+    use crate::scan::predicate::{Binding, Predicate};
+    use crate::scan::{self, ScanSpec};
+
+    let started = Instant::now();
+    check_can_delete(snapshot)?;
+    let pred = match predicate {
+        Some(text) => Some(Arc::new(Predicate::new(
+            text,
+            snapshot.schema(),
+            &snapshot.metadata().partition_columns,
+            snapshot.column_mapping(),
+            Binding::Strict,
+        )?)),
+        None => None,
+    };
+    let store = snapshot.store();
+    let mut spec = ScanSpec::for_snapshot(snapshot, Some(Vec::new()));
+    spec.with_metadata_columns = true;
+    spec.filter = pred.clone();
+    spec.filter_rows = true;
+    let files = scan::plan(snapshot, pred.as_deref())?;
+    let live: HashMap<String, crate::snapshot::LiveFile> = snapshot
+        .files()?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect();
+    let found: Vec<Result<(String, RoaringTreemap)>> = futures::stream::iter(files)
+        .map(|file| {
+            let spec = &spec;
+            let pred = pred.as_deref();
+            let live = &live;
+            async move {
+                let whole = match pred {
+                    None => true,
+                    Some(p) => p.matches_whole_partition(&file.partition_values),
+                };
+                let mut rows = RoaringTreemap::new();
+                if whole {
+                    let f = live.get(&file.path).ok_or_else(|| Error::NotFound {
+                        path: file.path.clone(),
+                    })?;
+                    let n = num_records(store, &f.add, f.num_records).await?;
+                    rows.insert_range(0..n);
+                } else {
+                    for batch in scan::read_file(store, spec, &file).await? {
+                        let col = batch
+                            .column_by_name(scan::ROW_INDEX_COLUMN)
+                            .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt64Array>())
+                            .ok_or_else(|| Error::Schema("row index column missing".into()))?;
+                        rows.extend(col.values().iter().copied());
+                    }
+                }
+                Ok((file.path, rows))
+            }
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .collect()
+        .await;
+    let mut rows = HashMap::new();
+    for r in found {
+        let (path, map) = r?;
+        if !map.is_empty() {
+            rows.insert(path, map);
+        }
+    }
+    let mut options = options.clone();
+    if options.predicate.is_none() {
+        options.predicate = predicate.map(str::to_string);
+    }
+    let mut m = delete_rows(snapshot, rows, &options).await?;
+    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(m)
+}
