@@ -10,12 +10,14 @@ per process.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltadv.table import DeltaTable, ScanTask
+from deltadv.table import DeltaTable as _LocalTable
+from deltadv.table import ScanTask
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -62,7 +64,7 @@ def read(
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    table = DeltaTable(table_uri, version=version, storage_options=storage_options)
+    table = _LocalTable(table_uri, version=version, storage_options=storage_options)
     size = split_size if split_size is not None else _split_size(spark)
     tasks = None
     if isinstance(filter, str):
@@ -81,3 +83,118 @@ def read(
         task_df = task_df.repartition(len(tasks))
         df = task_df.mapInArrow(_read_tasks, spark_schema)
     return df.filter(filter) if filter is not None else df
+
+
+def _read_tasks_with_index(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body for DML: like :func:`_read_tasks`; tasks carry metadata columns."""
+    yield from _read_tasks(batches)
+
+
+class DeltaTable:
+    """Spark-side DML on a Delta table, in Delta Spark's shape:
+    ``DeltaTable.forPath(spark, path).delete("id < 10")``."""
+
+    def __init__(
+        self, spark: SparkSession, table_uri: str, storage_options: dict[str, str] | None = None
+    ) -> None:
+        self._spark = spark
+        self._uri = table_uri
+        self._options = dict(storage_options or {})
+        self._table = _LocalTable(table_uri, storage_options=storage_options)
+
+    @classmethod
+    def forPath(
+        cls,
+        spark: SparkSession,
+        path: str,
+        storage_options: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        return cls(spark, path, storage_options)
+
+    def toDF(self) -> DataFrame:
+        """The table's current rows (deletion vectors applied)."""
+        return read(self._spark, self._uri, storage_options=self._options)
+
+    def delete(
+        self, condition: str | Column | None = None, *, inline_threshold: int = 0
+    ) -> dict[str, Any]:
+        """DELETE the rows matching ``condition`` (any Spark SQL condition or Column;
+        None: every row) with deletion vectors; returns the operation metrics.
+
+        A condition in deltadv's predicate subset that names only partition columns
+        removes whole files without reading them; other conditions prune files by
+        partitions and stats, then the remaining candidates are read on the
+        executors with each row's data file and physical row index, Spark evaluates
+        the condition, and each executor task writes ONE DV file (old DV | new rows)
+        for the files it got. The driver commits remove+add pairs with
+        put-if-absent, rebasing over concurrent deletes of other rows of the same
+        files.
+        """
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        table = self._table
+        table.update_incremental()
+        text = condition if isinstance(condition, str) else None
+        if condition is None or (text is not None and _is_partition_only(table, text)):
+            return table.delete(text, inline_threshold=inline_threshold)
+        tasks = None
+        if text is not None:
+            try:
+                tasks = table.scan_tasks(
+                    None,
+                    text,
+                    filter_rows=False,
+                    split_size=_split_size(self._spark),
+                    with_metadata=True,
+                )
+            except ValueError:
+                tasks = None
+        if tasks is None:
+            tasks = table.scan_tasks(split_size=_split_size(self._spark), with_metadata=True)
+        if not tasks:
+            return table.delete_rows({}, inline_threshold=inline_threshold)
+        schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
+        spark = self._spark
+        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        rows = task_df.repartition(len(tasks)).mapInArrow(_read_tasks_with_index, schema)
+        rows = rows.filter(condition).select("_file_path", "_row_index")
+        adds = table._raw.add_actions()
+        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        wanted = {p: adds[p] for p in files if p in adds}
+        parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        uri, options = table.table_uri, dict(table._raw.storage_options)
+
+        def write_dvs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from deltadv._core import prepare_delete
+
+            by_file: dict[str, list[int]] = {}
+            for batch in batches:
+                paths = batch.column("_file_path").to_pylist()
+                indexes = batch.column("_row_index").to_pylist()
+                for path, index in zip(paths, indexes, strict=True):
+                    by_file.setdefault(path, []).append(index)
+            if not by_file:
+                return
+            items = [(wanted[p], rows) for p, rows in by_file.items()]
+            prepared = prepare_delete(uri, options, items, inline_threshold)
+            yield pa.record_batch([pa.array(prepared, pa.string())], names=["prepared"])
+
+        prepared = (
+            rows.repartition(parts, "_file_path").mapInArrow(write_dvs, "prepared string").collect()
+        )
+        return table._raw.commit_prepared(
+            [r["prepared"] for r in prepared], str(condition), inline_threshold
+        )
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """commitInfo of each commit, newest first."""
+        self._table.update_incremental()
+        return self._table.history(limit)
+
+
+def _is_partition_only(table: _LocalTable, text: str) -> bool:
+    """Whether ``text`` parses in deltadv's subset and names only partition columns."""
+    try:
+        return table._raw.predicate_is_partition_only(text)
+    except ValueError:
+        return False

@@ -120,14 +120,16 @@ class DeltaTable:
         *,
         filter_rows: bool = True,
         split_size: int | None = None,
+        with_metadata: bool = False,
     ) -> list[ScanTask]:
         """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
         or several per file larger than ``split_size`` bytes (split by row groups).
         ``task.read()`` needs no log replay. With ``filter_rows=False`` the filter
         only prunes (files, row groups) and the caller applies it to the rows, as
         Spark does; predicates that do not bind are then ignored instead of
-        raising."""
-        tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size)
+        raising. ``with_metadata`` adds each row's ``_row_index`` (physical index
+        in its file) and ``_file_path`` columns."""
+        tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size, with_metadata)
         return [ScanTask(t) for t in tasks]
 
     def scan_with_row_index(

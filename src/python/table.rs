@@ -219,7 +219,7 @@ impl RawDeltaTable {
 
     /// Scan tasks (JSON strings): one per live file the filter cannot rule
     /// out, or several per file larger than `split_size` bytes.
-    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None))]
+    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None, with_metadata=false))]
     fn scan_tasks(
         &self,
         py: Python<'_>,
@@ -227,12 +227,14 @@ impl RawDeltaTable {
         filter: Option<String>,
         filter_rows: bool,
         split_size: Option<u64>,
+        with_metadata: bool,
     ) -> PyResult<Vec<String>> {
         let options = crate::scan::task::TaskOptions {
             columns,
             filter,
             filter_rows,
             split_size,
+            with_metadata,
         };
         py.detach(|| {
             block_on(crate::scan::task::plan_tasks(
@@ -341,6 +343,73 @@ impl RawDeltaTable {
         self.after_write(py, &metrics)
     }
 
+    /// Commit deletes prepared on executors (`prepare_delete` JSON results).
+    #[pyo3(signature = (prepared, predicate=None, inline_threshold=0))]
+    fn commit_prepared<'py>(
+        &mut self,
+        py: Python<'py>,
+        prepared: Vec<String>,
+        predicate: Option<String>,
+        inline_threshold: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::write::delete::DeleteOptions {
+            inline_threshold,
+            predicate,
+            ..Default::default()
+        };
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| -> crate::Result<_> {
+                let files = prepared
+                    .iter()
+                    .map(|p| {
+                        serde_json::from_str(p).map_err(|source| crate::Error::Json {
+                            context: "prepared delete".into(),
+                            source,
+                        })
+                    })
+                    .collect::<crate::Result<Vec<_>>>()?;
+                block_on(crate::write::delete::commit_prepared(
+                    &snapshot, files, &options,
+                ))?
+            })
+            .map_err(to_py)?;
+        self.after_write(py, &metrics)
+    }
+
+    /// Whether `predicate` (deltadv's subset) names only partition columns;
+    /// ValueError if it does not parse or bind.
+    fn predicate_is_partition_only(&self, predicate: &str) -> PyResult<bool> {
+        let p = crate::scan::predicate::Predicate::new(
+            predicate,
+            self.snapshot.schema(),
+            &self.snapshot.metadata().partition_columns,
+            self.snapshot.column_mapping(),
+            crate::scan::predicate::Binding::Strict,
+        )
+        .map_err(to_py)?;
+        Ok(p.partition_only())
+    }
+
+    /// The add action (JSON) of each live file, by path (URL-decoded).
+    fn add_actions(&self, py: Python<'_>) -> PyResult<HashMap<String, String>> {
+        py.detach(|| -> crate::Result<_> {
+            self.snapshot
+                .files()?
+                .into_iter()
+                .map(|f| {
+                    let json =
+                        serde_json::to_string(&f.add).map_err(|source| crate::Error::Json {
+                            context: "add action".into(),
+                            source,
+                        })?;
+                    Ok((f.path, json))
+                })
+                .collect()
+        })
+        .map_err(to_py)
+    }
+
     /// Requests made by this table so far: gets, puts, lists, deletes, heads.
     fn request_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.store.counts();
@@ -392,6 +461,8 @@ impl RawDeltaTable {
         d.set_item("execution_time_ms", m.execution_time_ms)?;
         d.set_item("attempts", m.attempts)?;
         d.set_item("rebases", m.rebases)?;
+        d.set_item("checkpointed", m.checkpointed)?;
+        d.set_item("checkpoint_error", m.checkpoint_error.clone())?;
         Ok(d)
     }
 }
@@ -418,4 +489,44 @@ pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {
     Ok(ArrowSchema {
         schema: task.output_schema().map_err(to_py)?,
     })
+}
+
+/// Executor side of a Spark DELETE: `items` are (add action JSON, rows to
+/// delete); writes one DV file for them and returns one JSON per changed file
+/// for `RawDeltaTable.commit_prepared` on the driver.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, items, inline_threshold=0))]
+pub fn prepare_delete(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    items: Vec<(String, Bound<'_, PyAny>)>,
+    inline_threshold: usize,
+) -> PyResult<Vec<String>> {
+    let mut parsed = Vec::with_capacity(items.len());
+    for (add, rows) in &items {
+        let add: crate::log::actions::Add = serde_json::from_str(add)
+            .map_err(|e| PyValueError::new_err(format!("invalid add action JSON: {e}")))?;
+        parsed.push((add, rows_from_object(rows)?));
+    }
+    let options = crate::write::delete::DeleteOptions {
+        inline_threshold,
+        ..Default::default()
+    };
+    py.detach(|| -> crate::Result<Vec<String>> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let prepared = block_on(crate::write::delete::prepare_files(
+            &store, parsed, &options,
+        ))??;
+        prepared
+            .iter()
+            .map(|p| {
+                serde_json::to_string(p).map_err(|source| crate::Error::Json {
+                    context: "prepared delete".into(),
+                    source,
+                })
+            })
+            .collect()
+    })
+    .map_err(to_py)
 }

@@ -6,6 +6,7 @@
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
 
+pub mod conform;
 pub mod predicate;
 pub mod pruning;
 pub mod selection;
@@ -14,7 +15,7 @@ pub mod task;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{new_null_array, ArrayRef, RecordBatch, UInt64Array};
+use arrow_array::{new_null_array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -31,7 +32,8 @@ use crate::io::TableStore;
 use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::snapshot::Snapshot;
 
-/// Name of the optional metadata column with each row's physical index.
+/// Name of the optional metadata column with each row's physical index (int64,
+/// like Spark's `_metadata.row_index`).
 pub const ROW_INDEX_COLUMN: &str = "_row_index";
 /// Name of the optional metadata column with each row's data file path.
 pub const FILE_PATH_COLUMN: &str = "_file_path";
@@ -98,7 +100,7 @@ impl ScanSpec {
                 .collect::<Result<_>>()?,
         };
         if self.with_metadata_columns {
-            fields.push(Field::new(ROW_INDEX_COLUMN, DataType::UInt64, false));
+            fields.push(Field::new(ROW_INDEX_COLUMN, DataType::Int64, false));
             fields.push(Field::new(FILE_PATH_COLUMN, DataType::Utf8, false));
         }
         Ok(Arc::new(Schema::new(fields)))
@@ -204,9 +206,68 @@ pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result
 async fn load_metadata(store: &TableStore, file: &ScanFile) -> Result<ArrowReaderMetadata> {
     let location = store.resolve(&file.path)?;
     let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
-    ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+    let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
         .await
-        .map_err(|e| parquet_error(&file.path, e))
+        .map_err(|e| parquet_error(&file.path, e))?;
+    int96_as_micros(meta).map_err(|e| parquet_error(&file.path, e))
+}
+
+/// Delta Spark writes timestamps as INT96, which arrow-rs reads as
+/// nanoseconds by default: years outside 1677..2262 would wrap. Delta's
+/// timestamps are microseconds, so read INT96 columns as microseconds.
+fn int96_as_micros(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+    use parquet::basic::{LogicalType, TimeUnit, Type as PhysicalType};
+    let descr = meta.metadata().file_metadata().schema_descr();
+    let int96 = descr
+        .columns()
+        .iter()
+        .any(|c| c.physical_type() == PhysicalType::INT96);
+    let nanos = descr.columns().iter().any(|c| {
+        matches!(c.logical_type_ref(), Some(LogicalType::Timestamp(t)) if t.unit == TimeUnit::NANOS)
+    });
+    if !int96 || nanos {
+        return Ok(meta);
+    }
+    fn micros(dt: &DataType) -> DataType {
+        use arrow_schema::TimeUnit as Unit;
+        match dt {
+            DataType::Timestamp(Unit::Nanosecond, tz) => {
+                DataType::Timestamp(Unit::Microsecond, tz.clone())
+            }
+            DataType::Struct(fields) => DataType::Struct(
+                fields
+                    .iter()
+                    .map(|f| Arc::new(f.as_ref().clone().with_data_type(micros(f.data_type()))))
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            DataType::List(f) => DataType::List(Arc::new(
+                f.as_ref().clone().with_data_type(micros(f.data_type())),
+            )),
+            DataType::LargeList(f) => DataType::LargeList(Arc::new(
+                f.as_ref().clone().with_data_type(micros(f.data_type())),
+            )),
+            DataType::Map(f, sorted) => DataType::Map(
+                Arc::new(f.as_ref().clone().with_data_type(micros(f.data_type()))),
+                *sorted,
+            ),
+            other => other.clone(),
+        }
+    }
+    let hinted: Vec<Field> = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_data_type(micros(f.data_type())))
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(
+        hinted,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(schema),
+    )
 }
 
 /// The row groups of a file (all, or `candidates`) that the spec's filter
@@ -409,12 +470,16 @@ async fn read_file_columns(
                     let c = batch.column_by_name(physical).cloned().ok_or_else(|| {
                         parquet_error(&file.path, format!("column {physical} vanished"))
                     })?;
-                    if c.data_type() == field.data_type() {
-                        c
-                    } else {
-                        arrow_cast::cast(&c, field.data_type())
-                            .map_err(|e| parquet_error(&file.path, e))?
-                    }
+                    let logical = spec.schema.field(field.name()).ok_or_else(|| {
+                        Error::Schema(format!("column {} not in schema", field.name()))
+                    })?;
+                    conform::conform(
+                        &c,
+                        &logical.data_type,
+                        field.data_type(),
+                        spec.column_mapping,
+                        &file.path,
+                    )?
                 }
                 Source::Missing => new_null_array(field.data_type(), n),
                 Source::Partition(name) => {
@@ -426,7 +491,11 @@ async fn read_file_columns(
                     let values = vec![raw.as_deref(); n];
                     schema::partition_array(name, &delta.data_type, &values)?
                 }
-                Source::RowIndex => Arc::new(UInt64Array::from_iter_values(kept.by_ref().take(n))),
+                Source::RowIndex => Arc::new(Int64Array::from_iter_values(
+                    kept.by_ref()
+                        .take(n)
+                        .map(|i| i64::try_from(i).unwrap_or(i64::MAX)),
+                )),
                 Source::FilePath => {
                     Arc::new(arrow_array::StringArray::from(vec![file.path.as_str(); n]))
                 }

@@ -42,6 +42,9 @@ pub struct ScanTask {
     /// Drop the rows `filter` does not match (else the caller filters).
     #[serde(default)]
     pub filter_rows: bool,
+    /// Add the `_row_index` and `_file_path` columns.
+    #[serde(default)]
+    pub with_metadata: bool,
 }
 
 impl ScanTask {
@@ -81,7 +84,7 @@ impl ScanTask {
             partition_columns: self.partition_columns.clone(),
             column_mapping,
             columns: self.columns.clone(),
-            with_metadata_columns: false,
+            with_metadata_columns: self.with_metadata,
             filter,
             filter_rows: self.filter_rows,
         })
@@ -119,6 +122,8 @@ pub struct TaskOptions {
     pub filter_rows: bool,
     /// Files larger than this many bytes become several tasks by row groups.
     pub split_size: Option<u64>,
+    /// Tasks return the `_row_index` and `_file_path` columns too.
+    pub with_metadata: bool,
 }
 
 /// Tasks for the live files of `snapshot`: one per file, or several per file
@@ -164,6 +169,7 @@ pub async fn plan_tasks(
             columns: options.columns.clone(),
             filter: options.filter.clone(),
             filter_rows: options.filter_rows,
+            with_metadata: options.with_metadata,
         })
         .collect())
 }

@@ -89,6 +89,12 @@ pub struct DeleteMetrics {
     pub attempts: u32,
     /// Rebases over concurrent DV changes to the same files.
     pub rebases: u32,
+    /// A checkpoint was written after the commit (every
+    /// `delta.checkpointInterval` versions).
+    pub checkpointed: bool,
+    /// Why the checkpoint due after the commit could not be written (the
+    /// commit itself stands; the next writer will try again).
+    pub checkpoint_error: Option<String>,
 }
 
 impl DeleteMetrics {
@@ -183,6 +189,17 @@ struct Target {
     num_records: u64,
     base_dv: RoaringTreemap,
     rows: RoaringTreemap,
+    /// Prepared elsewhere (an executor) against `add`: used as is unless a
+    /// concurrent commit forces a rebase.
+    ready: Option<Ready>,
+}
+
+/// A change already written: the new DV (None: remove the file) and the
+/// number of rows it newly deletes.
+#[derive(Debug, Clone)]
+struct Ready {
+    descriptor: Option<DeletionVectorDescriptor>,
+    deleted: u64,
 }
 
 /// What to commit for one file.
@@ -193,6 +210,8 @@ enum Change {
     RemoveFile { deleted: u64 },
     /// New DV (`Some` map: written to a DV file or inline).
     NewDv { map: RoaringTreemap, deleted: u64 },
+    /// Prepared elsewhere.
+    Ready(Ready),
 }
 
 fn plan_change(t: &Target) -> Change {
@@ -307,6 +326,7 @@ pub async fn delete_rows(
                         num_records: n,
                         base_dv: RoaringTreemap::new(),
                         rows: r,
+                        ready: None,
                     },
                 );
             }
@@ -362,6 +382,17 @@ async fn commit_targets(
             m.version = Some(version);
             m.attempts = attempt;
             m.rebases = metrics.rebases;
+            if super::checkpoint::due(snapshot, version) {
+                let written = async {
+                    let s = Snapshot::load(store.clone(), Some(version)).await?;
+                    super::checkpoint::write(&s).await
+                }
+                .await;
+                match written {
+                    Ok(()) => m.checkpointed = true,
+                    Err(e) => m.checkpoint_error = Some(e.to_string()),
+                }
+            }
             return Ok(m);
         }
         // Lost the race for `version`: see what the winner did.
@@ -431,6 +462,7 @@ async fn check_and_rebase(
             None => RoaringTreemap::new(),
         };
         t.add = (*new_add).clone();
+        t.ready = None;
         changed = true;
     }
     Ok(changed)
@@ -448,7 +480,10 @@ async fn prepare(
     let mut file_maps: Vec<RoaringTreemap> = Vec::new();
     let mut plans: Vec<(&Target, Change)> = Vec::new();
     for t in targets.values() {
-        let change = plan_change(t);
+        let change = match &t.ready {
+            Some(r) => Change::Ready(r.clone()),
+            None => plan_change(t),
+        };
         if let Change::NewDv { map, .. } = &change {
             if options.inline_threshold == 0
                 || bitmap::serialized_size(map) > options.inline_threshold
@@ -471,6 +506,30 @@ async fn prepare(
         let had_dv = t.add.deletion_vector.is_some();
         match change {
             Change::None => {}
+            Change::Ready(Ready {
+                descriptor: None,
+                deleted,
+            }) => {
+                m.num_deleted_rows += deleted;
+                m.num_removed_files += 1;
+                if had_dv {
+                    m.num_deletion_vectors_removed += 1;
+                }
+                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
+            }
+            Change::Ready(Ready {
+                descriptor: Some(descriptor),
+                deleted,
+            }) => {
+                m.num_deleted_rows += deleted;
+                if had_dv {
+                    m.num_deletion_vectors_updated += 1;
+                    m.num_deletion_vectors_removed += 1;
+                }
+                m.num_deletion_vectors_added += 1;
+                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
+                actions.push(Action::Add(Box::new(new_add(t, descriptor, now))));
+            }
             Change::RemoveFile { deleted } => {
                 m.num_deleted_rows += deleted;
                 m.num_removed_files += 1;
@@ -496,16 +555,20 @@ async fn prepare(
                 }
                 m.num_deletion_vectors_added += 1;
                 actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
-                let mut add = t.add.clone();
-                add.modification_time = now;
-                add.data_change = true;
-                add.stats = Some(wide_stats(t.add.stats.as_deref(), t.num_records));
-                add.deletion_vector = Some(descriptor);
-                actions.push(Action::Add(Box::new(add)));
+                actions.push(Action::Add(Box::new(new_add(t, descriptor, now))));
             }
         }
     }
     Ok((actions, m))
+}
+
+fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
+    let mut add = t.add.clone();
+    add.modification_time = now;
+    add.data_change = true;
+    add.stats = Some(wide_stats(t.add.stats.as_deref(), t.num_records));
+    add.deletion_vector = Some(descriptor);
+    add
 }
 
 fn commit_info(read_version: u64, m: &DeleteMetrics, options: &DeleteOptions) -> Value {
@@ -588,9 +651,9 @@ pub async fn delete_where(
                     for batch in scan::read_file(store, spec, &file).await? {
                         let col = batch
                             .column_by_name(scan::ROW_INDEX_COLUMN)
-                            .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt64Array>())
+                            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
                             .ok_or_else(|| Error::Schema("row index column missing".into()))?;
-                        rows.extend(col.values().iter().copied());
+                        rows.extend(col.values().iter().filter_map(|v| u64::try_from(*v).ok()));
                     }
                 }
                 Ok((file.path, rows))
@@ -611,6 +674,179 @@ pub async fn delete_where(
         options.predicate = predicate.map(str::to_string);
     }
     let mut m = delete_rows(snapshot, rows, &options).await?;
+    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(m)
+}
+
+/// One file's delete, prepared (DV written) on a Spark executor, to be
+/// committed by the driver with [`commit_prepared`].
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct PreparedFile {
+    /// The add action the change was computed against.
+    pub add: Add,
+    pub num_records: u64,
+    /// The new DV; `None`: every row is gone, remove the file.
+    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    /// Rows this delete newly deletes.
+    pub deleted: u64,
+    /// The rows this delete targets (inline descriptor), for rebasing.
+    pub rows: DeletionVectorDescriptor,
+}
+
+/// Executor side: for each (add action, rows to delete), new DV = old DV ∪
+/// rows, all new DVs written into ONE DV file. Files with nothing new to
+/// delete are left out. No log replay: the add actions come with the work.
+pub async fn prepare_files(
+    store: &TableStore,
+    items: Vec<(Add, RoaringTreemap)>,
+    options: &DeleteOptions,
+) -> Result<Vec<PreparedFile>> {
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for (add, rows) in items {
+        let key = normalize_path(&add.path);
+        let stats_rows = crate::log::actions::RecordCount::parse(
+            add.stats.as_deref().unwrap_or("{}"),
+            &add.path,
+        )
+        .ok()
+        .and_then(|c| c.num_records);
+        let n = num_records(store, &add, stats_rows).await?;
+        if let Some(max) = rows.max() {
+            if max >= n {
+                return Err(Error::InvalidArgument(format!(
+                    "row index {max} is out of range for {key}, which has {n} rows"
+                )));
+            }
+        }
+        match targets.get_mut(&key) {
+            Some(t) => t.rows |= rows,
+            None => {
+                targets.insert(
+                    key.clone(),
+                    Target {
+                        add,
+                        key,
+                        num_records: n,
+                        base_dv: RoaringTreemap::new(),
+                        rows,
+                        ready: None,
+                    },
+                );
+            }
+        }
+    }
+    let with_dv: Vec<(String, DeletionVectorDescriptor)> = targets
+        .iter()
+        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
+        .collect();
+    let refs: Vec<&DeletionVectorDescriptor> = with_dv.iter().map(|(_, d)| d).collect();
+    for ((k, _), map) in with_dv.iter().zip(dv::load_many(store, &refs).await?) {
+        if let Some(t) = targets.get_mut(k) {
+            t.base_dv = map;
+        }
+    }
+    let mut file_maps = Vec::new();
+    let mut changes = Vec::new();
+    for t in targets.values() {
+        let change = plan_change(t);
+        if let Change::NewDv { map, .. } = &change {
+            if options.inline_threshold == 0
+                || bitmap::serialized_size(map) > options.inline_threshold
+            {
+                file_maps.push(map.clone());
+            }
+        }
+        changes.push((t, change));
+    }
+    let mut written = if file_maps.is_empty() {
+        Vec::new()
+    } else {
+        fail_point("dv_write")?;
+        dv::write_file_to(store, "", &file_maps).await?
+    }
+    .into_iter();
+    let mut out = Vec::new();
+    for (t, change) in changes {
+        let (descriptor, deleted) = match change {
+            Change::None | Change::Ready(_) => continue,
+            Change::RemoveFile { deleted } => (None, deleted),
+            Change::NewDv { map, deleted } => {
+                let inline = options.inline_threshold > 0
+                    && bitmap::serialized_size(&map) <= options.inline_threshold;
+                let d = if inline {
+                    DeletionVectorDescriptor::inline(&map)?
+                } else {
+                    written.next().ok_or_else(|| {
+                        Error::InvalidArgument(format!("no DV written for {}", t.key))
+                    })?
+                };
+                (Some(d), deleted)
+            }
+        };
+        out.push(PreparedFile {
+            add: t.add.clone(),
+            num_records: t.num_records,
+            deletion_vector: descriptor,
+            deleted,
+            rows: DeletionVectorDescriptor::inline(&t.rows)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Driver side: commit files prepared by [`prepare_files`] (possibly on many
+/// executors) as one DELETE, with the same conflict handling as
+/// [`delete_rows`]: a file whose DV changed since it was prepared is rebased
+/// here (a new DV file written by the driver).
+pub async fn commit_prepared(
+    snapshot: &Snapshot,
+    prepared: Vec<PreparedFile>,
+    options: &DeleteOptions,
+) -> Result<DeleteMetrics> {
+    let started = Instant::now();
+    check_can_delete(snapshot)?;
+    let store = snapshot.store();
+    let live: HashMap<String, crate::snapshot::LiveFile> = snapshot
+        .files()?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect();
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for p in prepared {
+        let key = normalize_path(&p.add.path);
+        if targets.contains_key(&key) {
+            return Err(Error::InvalidArgument(format!(
+                "{key} was prepared twice in one delete"
+            )));
+        }
+        let rows = p.rows.inline_bitmap()?;
+        let current = live.get(&key).ok_or_else(|| {
+            conflict(
+                snapshot.version(),
+                format!("data file {key} is no longer in the table"),
+            )
+        })?;
+        let same = current.add.deletion_vector.as_ref().map(|d| d.unique_id())
+            == p.add.deletion_vector.as_ref().map(|d| d.unique_id());
+        let mut t = Target {
+            add: current.add.clone(),
+            key: key.clone(),
+            num_records: p.num_records,
+            base_dv: RoaringTreemap::new(),
+            rows,
+            ready: None,
+        };
+        if same {
+            t.ready = Some(Ready {
+                descriptor: p.deletion_vector,
+                deleted: p.deleted,
+            });
+        } else if let Some(d) = &current.add.deletion_vector {
+            t.base_dv = dv::load_many(store, &[d]).await?.pop().unwrap_or_default();
+        }
+        targets.insert(key, t);
+    }
+    let mut m = commit_targets(snapshot, targets, options, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }

@@ -7,6 +7,7 @@
 //! the commit leaves the table as it was, with at most an orphan DV file for
 //! VACUUM; a failure after it leaves the committed version, complete.
 
+pub mod checkpoint;
 pub mod commit;
 pub mod delete;
 

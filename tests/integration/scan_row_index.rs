@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch};
 use bytes::Bytes;
 use deltadv::io::{block_on, TableStore};
@@ -96,8 +96,8 @@ fn read(
         .iter()
         .flat_map(|b| {
             let ids = b.column(0).as_primitive::<Int64Type>().clone();
-            let idx = b.column(1).as_primitive::<UInt64Type>().clone();
-            (0..b.num_rows()).map(move |i| (ids.value(i), idx.value(i)))
+            let idx = b.column(1).as_primitive::<Int64Type>().clone();
+            (0..b.num_rows()).map(move |i| (ids.value(i), idx.value(i) as u64))
         })
         .collect()
 }

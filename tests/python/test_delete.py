@@ -196,3 +196,25 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(table: Path, tmp_path: P
         DeltaTable(str(plain)).delete("id = 1")
     assert DeltaTable(str(plain)).version() == 0
     assert deltadv.DeltaTable(str(plain)).count() == 10
+
+
+def test_checkpoint_every_ten_commits_is_read_back(table: Path) -> None:
+    import deltalake
+
+    t = DeltaTable(str(table))
+    gone: set[int] = set()
+    for k in range(10):
+        ids = [k * 7, 1000 + k * 13]
+        m = t.delete(f"id IN ({ids[0]}, {ids[1]})")
+        gone |= set(ids)
+        assert m["checkpointed"] == (m["version"] == 10), m
+    log = table / "_delta_log"
+    assert (log / f"{10:020}.checkpoint.parquet").is_file()
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 10
+    expected = [i for i in range(2 * ROWS) if i not in gone]
+    # our reader starts from the checkpoint; so does deltalake
+    for f in log.glob("0000000000000000000*.json"):
+        f.unlink()  # commits 0..9: only the checkpoint can explain the table now
+    assert _ids(DeltaTable(str(table))) == expected
+    dl = deltalake.DeltaTable(str(table)).scan(columns=["id"]).read_all()
+    assert sorted(dl["id"].to_pylist()) == expected

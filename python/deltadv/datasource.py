@@ -1,0 +1,434 @@
+"""``spark.read.format("deltadv")``: a PySpark Python data source over deltadv.
+
+Register it once per session, then read like any other format::
+
+    from deltadv.datasource import register_data_source
+
+    register_data_source(spark)
+    df = spark.read.format("deltadv").option("versionAsOf", 3).load("s3://bucket/table")
+
+Planning (log replay, file skipping) runs once, in a Python worker on the driver;
+each Spark partition is one scan task whose JSON text is all that crosses to the
+executors, which read the data file and apply its deletion vector without
+replaying the log. The version is pinned when Spark first asks for the schema (at
+``load()``), so a DataFrame's schema and rows always come from one snapshot.
+
+Options (keys are case-insensitive, as everywhere in Spark):
+
+============================  =========================================================
+``path``                      the table URI (what ``load(path)`` sets)
+``version`` / ``versionAsOf`` read this table version (time travel)
+``timestampAsOf``             read the latest version committed at or before this
+                              ISO-8601 timestamp; without an offset it is UTC (Delta
+                              Spark uses ``spark.sql.session.timeZone``, which a
+                              Python data source cannot see)
+``storage.<KEY>``             storage option ``KEY`` (``storage.AWS_ENDPOINT_URL``, ...)
+``aws_*``, ``azure_*``,       storage options passed as they are (``AWS_REGION``,
+``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...)
+``splitSize``                 files larger than this many bytes are read as several
+                              partitions, split by row groups (default 128 MiB,
+                              Spark's ``spark.sql.files.maxPartitionBytes`` default)
+``filterPushdown``            ``true`` to prune with the query's filters (default
+                              ``false``; read the caveat below)
+============================  =========================================================
+
+Any other option is an error, so a misspelt one cannot be silently ignored.
+
+Filter pushdown (``option("filterPushdown", "true")``): Spark hands the reader the
+query's simple filters (``pushFilters``); those deltadv can express become one
+predicate that planning uses to skip partitions, files and row groups. Every
+filter is still reported back as unhandled, so Spark evaluates all of them on the
+rows read: pushdown only prunes. PySpark calls ``pushFilters`` only with
+``spark.sql.python.filterPushdown.enabled`` on, and refuses such a reader when it
+is off; ``register_data_source(spark, filter_pushdown=True)`` turns it on.
+
+The caveat, and why pushdown is off by default: Spark 4.2 caches the planned
+partitions on the relation a ``load()`` created and, for a later query on it that
+has no filter Spark can push (``df.count()``, ``df.show()``, ``id % 2 = 0``),
+reuses the partitions the last pushed query planned, pruned by *that* query's
+filters, so rows are silently missing (``df.filter("part = 1").count()`` then
+``df.count()`` counts only ``part = 1``). With pushdown on, call ``load()`` once per
+query. Without it the cached partitions are all the snapshot's files, always right.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+)
+from pyspark.sql.types import StructType
+
+from deltadv.table import DeltaTable, ScanTask
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "FORMAT_NAME",
+    "DeltaDVDataSource",
+    "DeltaDVPlainReader",
+    "DeltaDVReader",
+    "filters_to_predicate",
+    "register_data_source",
+    "to_predicate",
+]
+
+FORMAT_NAME = "deltadv"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+STORAGE_PREFIX = "storage."
+STORAGE_KEY_PREFIXES = ("aws_", "azure_", "google_")
+VERSION_KEYS = ("version", "versionasof")
+TIMESTAMP_KEY = "timestampasof"
+PUSHDOWN_KEY = "filterpushdown"
+SPLIT_SIZE_KEY = "splitsize"
+# Spark's own default target split (spark.sql.files.maxPartitionBytes), in bytes.
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+# Spark adds `path` for load(path); `paths` only for load([...]), which we refuse.
+KNOWN_KEYS = frozenset(
+    {"path", "paths", TIMESTAMP_KEY, PUSHDOWN_KEY, SPLIT_SIZE_KEY, *VERSION_KEYS}
+)
+
+
+# --------------------------------------------------------------------------------------
+# Spark filters -> deltadv predicate string
+# --------------------------------------------------------------------------------------
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Words of the predicate grammar: a column named like one of these is back-quoted.
+_KEYWORDS = frozenset(
+    {"and", "or", "not", "in", "is", "null", "true", "false", "between"}
+    | {"date", "timestamp", "timestamp_ntz"}
+)
+
+_Comparison = (
+    EqualTo | EqualNullSafe | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
+)
+_OPERATORS: dict[type[Filter], str] = {
+    EqualTo: "=",
+    EqualNullSafe: "<=>",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+
+
+class _Unsupported(Exception):
+    """A filter or value the predicate grammar cannot express (it is not pushed)."""
+
+
+def _column(path: Sequence[str]) -> str:
+    """``("a", "b c")`` -> ``a.`b c```: identifiers bare, anything else back-quoted."""
+    if not path:
+        raise _Unsupported("empty column reference")
+    parts = []
+    for name in path:
+        if _IDENTIFIER.match(name) and name.lower() not in _KEYWORDS:
+            parts.append(name)
+        else:
+            parts.append("`" + name.replace("`", "``") + "`")
+    return ".".join(parts)
+
+
+def _date(d: dt.date) -> str:
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+
+
+def _time(t: dt.datetime) -> str:
+    s = f"{_date(t)} {t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    return s + (f".{t.microsecond:06d}" if t.microsecond else "")
+
+
+def _literal(value: object) -> str:
+    """A Python value as a predicate literal; ``_Unsupported`` for what has none.
+
+    PySpark decodes pushed values from a Variant cast to the column's type:
+    ``timestamp`` columns give timezone-aware datetimes (UTC), ``timestamp_ntz``
+    columns naive ones, so awareness alone picks ``TIMESTAMP`` or ``TIMESTAMP_NTZ``.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):  # before int: bool is an int
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unsupported(f"non-finite float {value!r}")
+        text = repr(value)  # shortest text that round-trips the double
+        return text.replace("e+", "e")
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise _Unsupported(f"non-finite decimal {value!r}")
+        return format(value, "f")
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):  # before date: datetime is a date
+        if value.tzinfo is None or value.utcoffset() is None:
+            return f"TIMESTAMP_NTZ '{_time(value)}'"
+        try:
+            utc = value.astimezone(dt.timezone.utc)
+        except OverflowError:  # within a day of year 1 or 9999
+            raise _Unsupported(f"timestamp {value!r} out of range in UTC") from None
+        return f"TIMESTAMP '{_time(utc)}Z'"
+    if isinstance(value, dt.date):
+        return f"DATE '{_date(value)}'"
+    raise _Unsupported(f"no literal for {type(value).__name__} values")
+
+
+def _convert(f: Filter) -> str:
+    if isinstance(f, Not):
+        return f"NOT ({_convert(f.child)})"
+    if isinstance(f, IsNull):
+        return f"{_column(f.attribute)} IS NULL"
+    if isinstance(f, IsNotNull):
+        return f"{_column(f.attribute)} IS NOT NULL"
+    if isinstance(f, In):
+        # NULL in the list can never make IN true, and drops NOT IN to never-true,
+        # so leaving it out keeps the predicate's true set or widens it: safe to prune.
+        values = [v for v in f.value if v is not None]
+        if not values:
+            raise _Unsupported("IN with no non-null values")
+        return f"{_column(f.attribute)} IN ({', '.join(_literal(v) for v in values)})"
+    if isinstance(f, _Comparison):
+        return _comparison(f)
+    # string patterns (LIKE) and anything newer than this module
+    raise _Unsupported(f"{type(f).__name__} filters are not pushed")
+
+
+def _comparison(f: _Comparison) -> str:
+    op = _OPERATORS[type(f)]
+    if f.value is None:
+        if op == "<=>":
+            return f"{_column(f.attribute)} IS NULL"
+        raise _Unsupported("comparison with NULL")
+    return f"{_column(f.attribute)} {op} {_literal(f.value)}"
+
+
+def to_predicate(f: Filter) -> str | None:
+    """One Spark data source filter as a deltadv predicate, or None if it has none.
+
+    >>> to_predicate(In(("part",), (1, 2)))
+    'part IN (1, 2)'
+    """
+    try:
+        return _convert(f)
+    except _Unsupported:
+        return None
+
+
+def filters_to_predicate(filters: Iterable[Filter]) -> str | None:
+    """The AND of the filters deltadv can express (Spark's filter list is a
+    conjunction, so dropping a member only widens it); None if there are none."""
+    parts = [p for p in map(to_predicate, filters) if p is not None]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return " AND ".join(f"({p})" for p in parts)
+
+
+# --------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------
+
+
+def _table_uri(options: Mapping[str, str]) -> str:
+    if "paths" in options and options["paths"] not in ("", "[]"):
+        raise ValueError("deltadv reads one table: call load(path) with a single path")
+    uri = options.get("path")
+    if not uri:
+        raise ValueError('deltadv needs a table path: spark.read.format("deltadv").load(path)')
+    if not urlparse(uri).scheme or (len(uri) > 1 and uri[1] == ":"):  # local, maybe C:\
+        return os.path.abspath(uri)  # tasks must not depend on the executor's cwd
+    return uri
+
+
+def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    storage: dict[str, str] = {}
+    unknown = []
+    for key, value in options.items():
+        k = key.lower()
+        if k.startswith(STORAGE_PREFIX) and len(k) > len(STORAGE_PREFIX):
+            storage[k[len(STORAGE_PREFIX) :].upper()] = value
+        elif k.startswith(STORAGE_KEY_PREFIXES):
+            storage[k.upper()] = value
+        elif k not in KNOWN_KEYS:
+            unknown.append(key)
+    if unknown:
+        raise ValueError(
+            f"deltadv: unknown option(s) {sorted(unknown)}; expected path, version, versionAsOf, "
+            "timestampAsOf, splitSize, filterPushdown, storage.<KEY> or AWS_*/AZURE_*/GOOGLE_* "
+            "keys"
+        )
+    return storage
+
+
+def _version_option(options: Mapping[str, str]) -> int | None:
+    given = {k: options[k] for k in VERSION_KEYS if k in options}
+    if len(set(given.values())) > 1:
+        raise ValueError(f"deltadv: conflicting version options {given}")
+    if not given:
+        return None
+    text = next(iter(given.values())).strip()
+    try:
+        version = int(text)
+    except ValueError:
+        raise ValueError(f"deltadv: version must be an integer, not {text!r}") from None
+    if version < 0:
+        raise ValueError(f"deltadv: version must be >= 0, not {version}")
+    return version
+
+
+def _open_table(options: Mapping[str, str]) -> DeltaTable:
+    """The table at the version the options ask for (latest if none)."""
+    uri = _table_uri(options)
+    storage = _storage_options(options)
+    version = _version_option(options)
+    timestamp = options.get(TIMESTAMP_KEY)
+    if version is not None and timestamp:
+        raise ValueError("deltadv: give versionAsOf or timestampAsOf, not both")
+    table = DeltaTable(uri, version=version, storage_options=storage or None)
+    if timestamp:
+        table.load_as_version(timestamp.strip())
+    return table
+
+
+def _split_size(options: Mapping[str, str]) -> int:
+    text = options.get(SPLIT_SIZE_KEY, str(DEFAULT_SPLIT_SIZE)).strip()
+    try:
+        size = int(text)
+    except ValueError:
+        raise ValueError(f"deltadv: splitSize must be a number of bytes, not {text!r}") from None
+    if size <= 0:
+        raise ValueError(f"deltadv: splitSize must be > 0, not {size}")
+    return size
+
+
+def _pushdown_enabled(options: Mapping[str, str]) -> bool:
+    value = options.get(PUSHDOWN_KEY, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: filterPushdown must be true or false, not {value!r}")
+    return value == "true"
+
+
+# --------------------------------------------------------------------------------------
+# The data source
+# --------------------------------------------------------------------------------------
+
+
+class DeltaDVDataSource(DataSource):
+    """``spark.read.format("deltadv")``: Delta tables with deletion vectors applied."""
+
+    # The version schema() loaded; pickled with the instance, so planning reads it.
+    _version: int | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def _pinned(self) -> DeltaTable:
+        table = _open_table(self.options)
+        self._version = table.version()
+        return table
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(self._pinned().schema(), prefer_timestamp_ntz=True)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _storage_options(self.options)  # reject bad options before planning
+        _split_size(self.options)
+        pushdown = _pushdown_enabled(self.options)
+        version = self._version
+        if version is None:  # a user-given schema: Spark did not ask us for one
+            version = self._pinned().version()
+        options = dict(self.options)  # plain dict: the reader is pickled to executors
+        for key in (*VERSION_KEYS, TIMESTAMP_KEY):
+            options.pop(key, None)
+        options["version"] = str(version)
+        cls = DeltaDVReader if pushdown else DeltaDVPlainReader
+        return cls(options, schema)
+
+
+class DeltaDVPlainReader(DataSourceReader):
+    """One Spark partition per scan task, planned without Spark's filters."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.predicate: str | None = None
+
+    def partitions(self) -> list[InputPartition]:
+        table = _open_table(self.options)
+        names = self.schema.fieldNames()
+        table_names = table.schema().names
+        missing = [n for n in names if n not in table_names]
+        if missing:
+            raise ValueError(
+                f"deltadv: no column(s) {missing} in {table.table_uri} (columns: {table_names})"
+            )
+        columns = None if names == table_names else names
+        # filter_rows=False: the predicate only prunes (files, row groups); Spark applies
+        # every filter to the rows, and a filter that does not bind just prunes nothing.
+        tasks = table.scan_tasks(
+            columns, self.predicate, filter_rows=False, split_size=_split_size(self.options)
+        )
+        return [InputPartition(task.json) for task in tasks]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:  # Spark's stand-in partition for an empty table
+            return
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        # Spark requires this exact Arrow schema (names, order, types, nullability).
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        for batch in ScanTask(partition.value).read():
+            if batch.schema != target:
+                batch = pa.RecordBatch.from_arrays(
+                    [batch.column(f.name).cast(f.type) for f in target], schema=target
+                )
+            yield batch
+
+
+class DeltaDVReader(DeltaDVPlainReader):
+    """:class:`DeltaDVPlainReader` with filter pushdown: the query's filters prune
+    partitions, files and row groups at planning; Spark still applies them all."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.predicate = filters_to_predicate(filters)
+        return filters  # all unhandled: we only prune, Spark filters the rows
+
+
+def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
+    """Register ``format("deltadv")`` in the session; with ``filter_pushdown``, also
+    set ``spark.sql.python.filterPushdown.enabled``, which reads with
+    ``option("filterPushdown", "true")`` need (see the module docs for the caveat)."""
+    spark.dataSource.register(DeltaDVDataSource)
+    if filter_pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")

@@ -1,0 +1,219 @@
+//! Classic single-file checkpoints (`<version>.checkpoint.parquet` plus
+//! `_last_checkpoint`), written every `delta.checkpointInterval` commits, with
+//! the DV descriptors and stats (as JSON strings) of every live file, in the
+//! column layout Delta Spark reads.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::log::actions::Action;
+use crate::snapshot::Snapshot;
+
+/// `delta.checkpointInterval` when unset.
+pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
+
+fn string() -> DataType {
+    DataType::Utf8
+}
+
+fn nullable(name: &str, dt: DataType) -> Field {
+    Field::new(name, dt, true)
+}
+
+fn string_map() -> DataType {
+    let entries = Field::new(
+        "key_value",
+        DataType::Struct(Fields::from(vec![
+            Field::new("key", string(), false),
+            Field::new("value", string(), true),
+        ])),
+        false,
+    );
+    DataType::Map(Arc::new(entries), false)
+}
+
+fn string_list() -> DataType {
+    DataType::List(Arc::new(Field::new("element", string(), true)))
+}
+
+fn dv_struct() -> DataType {
+    DataType::Struct(Fields::from(vec![
+        nullable("storageType", string()),
+        nullable("pathOrInlineDv", string()),
+        nullable("offset", DataType::Int32),
+        nullable("sizeInBytes", DataType::Int32),
+        nullable("cardinality", DataType::Int64),
+        nullable("maxRowIndex", DataType::Int64),
+    ]))
+}
+
+/// The checkpoint schema: one nullable struct column per action type.
+pub fn checkpoint_schema() -> SchemaRef {
+    let txn = DataType::Struct(Fields::from(vec![
+        nullable("appId", string()),
+        nullable("version", DataType::Int64),
+        nullable("lastUpdated", DataType::Int64),
+    ]));
+    let add = DataType::Struct(Fields::from(vec![
+        nullable("path", string()),
+        nullable("partitionValues", string_map()),
+        nullable("size", DataType::Int64),
+        nullable("modificationTime", DataType::Int64),
+        nullable("dataChange", DataType::Boolean),
+        nullable("stats", string()),
+        nullable("tags", string_map()),
+        nullable("deletionVector", dv_struct()),
+        nullable("baseRowId", DataType::Int64),
+        nullable("defaultRowCommitVersion", DataType::Int64),
+        nullable("clusteringProvider", string()),
+    ]));
+    let remove = DataType::Struct(Fields::from(vec![
+        nullable("path", string()),
+        nullable("deletionTimestamp", DataType::Int64),
+        nullable("dataChange", DataType::Boolean),
+        nullable("extendedFileMetadata", DataType::Boolean),
+        nullable("partitionValues", string_map()),
+        nullable("size", DataType::Int64),
+        nullable("deletionVector", dv_struct()),
+        nullable("baseRowId", DataType::Int64),
+        nullable("defaultRowCommitVersion", DataType::Int64),
+    ]));
+    let metadata = DataType::Struct(Fields::from(vec![
+        nullable("id", string()),
+        nullable("name", string()),
+        nullable("description", string()),
+        nullable(
+            "format",
+            DataType::Struct(Fields::from(vec![
+                nullable("provider", string()),
+                nullable("options", string_map()),
+            ])),
+        ),
+        nullable("schemaString", string()),
+        nullable("partitionColumns", string_list()),
+        nullable("configuration", string_map()),
+        nullable("createdTime", DataType::Int64),
+    ]));
+    let protocol = DataType::Struct(Fields::from(vec![
+        nullable("minReaderVersion", DataType::Int32),
+        nullable("minWriterVersion", DataType::Int32),
+        nullable("readerFeatures", string_list()),
+        nullable("writerFeatures", string_list()),
+    ]));
+    Arc::new(Schema::new(vec![
+        nullable("txn", txn),
+        nullable("add", add),
+        nullable("remove", remove),
+        nullable("metaData", metadata),
+        nullable("protocol", protocol),
+    ]))
+}
+
+fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
+    Error::Parquet {
+        file: format!("_delta_log/{version:020}.checkpoint.parquet"),
+        detail: e.to_string(),
+    }
+}
+
+/// The checkpoint of `snapshot` as parquet bytes, and its number of actions
+/// and of add actions.
+pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
+    let version = snapshot.version();
+    let mut lines: Vec<String> = vec![
+        Action::Protocol(snapshot.protocol().clone()).to_json_line()?,
+        Action::Metadata(snapshot.metadata().clone()).to_json_line()?,
+    ];
+    for txn in snapshot.txns().values() {
+        lines.push(Action::Txn(txn.clone()).to_json_line()?);
+    }
+    let files = snapshot.files()?;
+    let num_adds = files.len() as u64;
+    for f in files {
+        let mut add = f.add;
+        // Checkpoints hold the current state: dataChange is false there.
+        add.data_change = false;
+        lines.push(Action::Add(Box::new(add)).to_json_line()?);
+    }
+    for r in snapshot.tombstones() {
+        let mut r = r.clone();
+        r.data_change = false;
+        r.stats = None;
+        r.tags = None;
+        lines.push(Action::Remove(Box::new(r)).to_json_line()?);
+    }
+    let schema = checkpoint_schema();
+    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+        .with_batch_size(8192)
+        .build_decoder()
+        .map_err(|e| ckpt_error(version, e))?;
+    let mut out = Vec::new();
+    let mut writer =
+        ArrowWriter::try_new(&mut out, schema, None).map_err(|e| ckpt_error(version, e))?;
+    for chunk in lines.chunks(8192) {
+        let text = chunk.join("\n");
+        let mut bytes = text.as_bytes();
+        while !bytes.is_empty() {
+            let n = decoder.decode(bytes).map_err(|e| ckpt_error(version, e))?;
+            if n == 0 {
+                break;
+            }
+            bytes = bytes.get(n..).unwrap_or_default();
+        }
+        if let Some(batch) = decoder.flush().map_err(|e| ckpt_error(version, e))? {
+            writer.write(&batch).map_err(|e| ckpt_error(version, e))?;
+        }
+    }
+    writer.close().map_err(|e| ckpt_error(version, e))?;
+    Ok((Bytes::from(out), lines.len() as u64, num_adds))
+}
+
+/// Write the checkpoint of `snapshot` and point `_last_checkpoint` at it.
+pub async fn write(snapshot: &Snapshot) -> Result<()> {
+    let store = snapshot.store();
+    let version = snapshot.version();
+    let (bytes, size, num_adds) = encode(snapshot)?;
+    let size_in_bytes = bytes.len();
+    store
+        .put(
+            &store.path(&format!("_delta_log/{version:020}.checkpoint.parquet")),
+            bytes,
+        )
+        .await?;
+    let last = json!({
+        "version": version,
+        "size": size,
+        "sizeInBytes": size_in_bytes,
+        "numOfAddFiles": num_adds,
+    });
+    store
+        .put(
+            &store.path("_delta_log/_last_checkpoint"),
+            Bytes::from(last.to_string()),
+        )
+        .await
+}
+
+/// Whether a commit of `version` on a table like `snapshot` should be
+/// followed by a checkpoint (`delta.checkpointInterval`, default 10; never
+/// for tables with v2 checkpoints, which need a format we do not write).
+pub fn due(snapshot: &Snapshot, version: u64) -> bool {
+    let v2 = snapshot
+        .protocol()
+        .writer_features
+        .iter()
+        .flatten()
+        .any(|f| f == "v2Checkpoint");
+    let interval = snapshot
+        .metadata()
+        .property("delta.checkpointInterval")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+    !v2 && version > 0 && version.is_multiple_of(interval)
+}
