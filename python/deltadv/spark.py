@@ -1,5 +1,9 @@
 """PySpark glue, in plain Python over deltadv's public API.
 
+Three entry points: ``read()`` (below), ``spark.read.format("deltadv")`` after
+``register(spark)`` (PySpark's Python Data Source API, in ``deltadv.datasource``),
+and ``DeltaTable.forPath(spark, path).delete(condition)``.
+
 ``read()`` plans scan tasks on the driver (one per live data file), builds a small
 DataFrame with one row per task, and reads each task on the executors with
 ``DataFrame.mapInArrow``: the Rust core fetches the file and its deletion vector
@@ -33,6 +37,15 @@ def _read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+
+
+def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
+    """Register ``spark.read.format("deltadv")`` with this session. With
+    ``filter_pushdown`` Spark hands simple filters to deltadv for file and
+    row-group pruning (see deltadv.datasource for the caveat of Spark 4.2)."""
+    from deltadv.datasource import register_data_source
+
+    register_data_source(spark, filter_pushdown=filter_pushdown)
 
 
 def _split_size(spark: SparkSession) -> int:

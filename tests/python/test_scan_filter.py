@@ -44,7 +44,10 @@ def _ids(t: pa.Table) -> list[int]:
 CASES = [
     ("id >= 5000 AND id < 6000", lambda i: 5000 <= i < 6000),
     ("id > 9998 AND id <= 10002", lambda i: 9998 < i <= 10002),
-    ("id IN (3, 4, 1500, 1501, 25000, 29999, 40000)", lambda i: i in {3, 4, 1500, 1501, 25000, 29999, 40000}),
+    (
+        "id IN (3, 4, 1500, 1501, 25000, 29999, 40000)",
+        lambda i: i in {3, 4, 1500, 1501, 25000, 29999, 40000},
+    ),
     ("NOT (id < 29000)", lambda i: i >= 29000),
     ("id BETWEEN 15000 AND 15010 OR id = 7", lambda i: 15000 <= i <= 15010 or i == 7),
     ("id <> 5 AND id < 10", lambda i: i < 10 and i != 5),
@@ -94,6 +97,7 @@ def _paths(table: Path) -> list[str]:
 
 def test_split_tasks_by_row_groups_keep_physical_row_indexes(table: Path) -> None:
     t = deltadv.DeltaTable(str(table))
+
     def rg_bytes(path: str) -> int:
         rg = pq.ParquetFile(table / path).metadata.row_group(0)
         return sum(rg.column(c).total_compressed_size for c in range(rg.num_columns))

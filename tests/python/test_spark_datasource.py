@@ -1,0 +1,440 @@
+"""spark.read.format("deltadv") (PySpark's Python data source API) against Delta Spark:
+tables with DVs written and DELETEd by Delta Spark 4.4 read row for row as Delta
+Spark reads them, with and without pushed filters and with time travel; plus
+pure-Python checks of the Spark filter -> predicate string conversion."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from pyspark.sql.datasource import (
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+)
+
+import deltadv
+from deltadv.datasource import (
+    PUSHDOWN_CONF,
+    DeltaDVDataSource,
+    DeltaDVPlainReader,
+    DeltaDVReader,
+    filters_to_predicate,
+    register_data_source,
+    to_predicate,
+)
+
+COLS = ["id", "part", "x", "s", "d", "ts", "amount", "st"]
+# Delta Spark's state reconstruction defaults to 50 shuffle tasks per snapshot; a
+# few are plenty for these small tables and keep this module quick on 2 cores.
+SESSION_CONFS = {PUSHDOWN_CONF: None, "spark.databricks.delta.snapshotPartitions": "2"}
+
+
+def _rows(df: Any, cols: list[str] = COLS) -> list[tuple[Any, ...]]:
+    """The rows of the (top-level) columns `cols`, in a canonical order."""
+    quoted = ["`" + c.replace("`", "``") + "`" for c in cols]
+    return sorted((tuple(r) for r in df.select(*quoted).collect()), key=repr)
+
+
+def _pushed(spark: Any, path: str) -> Any:
+    """A fresh load() with pushdown: one per query (see the module docs' caveat)."""
+    return spark.read.format("deltadv").option("filterPushdown", "true").load(path)
+
+
+@pytest.fixture(scope="module")
+def spark_ds(delta_spark: Any) -> Iterator[Any]:
+    """The shared session with format("deltadv") registered with pushdown enabled;
+    the settings changed here are put back afterwards."""
+    before = {k: delta_spark.conf.get(k, None) for k in SESSION_CONFS}
+    register_data_source(delta_spark, filter_pushdown=True)
+    assert delta_spark.conf.get(PUSHDOWN_CONF) == "true"
+    for k, v in SESSION_CONFS.items():
+        if v is not None:
+            delta_spark.conf.set(k, v)
+    yield delta_spark
+    for k, v in before.items():
+        if v is None:
+            delta_spark.conf.unset(k)
+        else:
+            delta_spark.conf.set(k, v)
+
+
+@pytest.fixture(scope="module")
+def dv_table(spark_ds: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Partitioned by `part` (with a NULL partition), four files per partition value
+    with disjoint id ranges (so stats can skip files), two DELETE rounds that write
+    DVs; every type a pushed literal can take, and a struct."""
+    spark = spark_ds
+    path = str(tmp_path_factory.mktemp("ds") / "partitioned")
+    (
+        spark.range(0, 2000, numPartitions=4)
+        .selectExpr(
+            "id",
+            "CASE WHEN id % 97 = 0 THEN NULL ELSE CAST(id % 4 AS INT) END AS part",
+            "CAST(id * 0.5 AS DOUBLE) AS x",
+            "CASE WHEN id % 11 = 0 THEN NULL WHEN id % 13 = 0 THEN 'it''s' "
+            "ELSE concat('s-', id) END AS s",
+            "date_add(DATE'2024-01-01', CAST(id % 40 AS INT)) AS d",
+            "timestamp_seconds(1704067200 + id * 60) AS ts",
+            "CAST(id / 8 AS DECIMAL(10, 2)) AS amount",
+            "named_struct('a', id % 10, 'b', concat('b', id)) AS st",
+        )
+        .repartitionByRange(4, "id")
+        .sortWithinPartitions("id")
+        .write.format("delta")
+        .partitionBy("part")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 7 = 0")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id BETWEEN 300 AND 450 OR part = 2 AND id < 900")
+    files = deltadv.DeltaTable(path).files()
+    assert files["dv_storage_type"].null_count < files.num_rows, "DELETE wrote no DVs"
+    return path
+
+
+def test_reads_like_delta_spark(spark_ds: Any, dv_table: str) -> None:
+    ours = spark_ds.read.format("deltadv").load(dv_table)
+    theirs = spark_ds.read.format("delta").load(dv_table)
+    assert ours.schema.fieldNames() == theirs.schema.fieldNames()
+    assert [f.dataType for f in ours.schema] == [f.dataType for f in theirs.schema]
+    rows = _rows(ours)
+    assert rows == _rows(theirs)
+    assert len(rows) == theirs.count() < 2000
+
+
+FILTERS = [
+    "part = 2",
+    "part IS NULL",
+    "part IN (1, 3)",
+    "part <=> 1",
+    "NOT (part = 2)",
+    "part <> 0 AND id >= 1500",
+    "id BETWEEN 100 AND 400",
+    "id > 1990 OR id < 5",
+    "x <= 30.5",
+    "x > -1.0 AND x < 2.25",
+    "s IS NULL",
+    "s IS NOT NULL AND id < 60",
+    "s = 'it''s'",
+    "s IN ('s-1', 's-500', 'nope')",
+    "s LIKE 's-19%'",
+    "d = DATE'2024-01-10'",
+    "d >= DATE'2024-02-05'",
+    "ts < TIMESTAMP'2024-01-01 02:00:00'",
+    "ts >= TIMESTAMP'2024-01-02 08:00:00+02:00'",
+    "amount > 240.5",
+    "amount IN (1.25, 100.00)",
+    "NOT (id IN (1, 2, 3)) AND part = 1",
+    "part = 1 AND NOT (s IS NULL)",
+    "id = -1",
+    "st.a = 3 AND id < 500",
+    "st.b IN ('b10', 'b1999')",
+]
+
+
+@pytest.mark.parametrize("condition", FILTERS)
+def test_pushed_filters_match_delta_spark(spark_ds: Any, dv_table: str, condition: str) -> None:
+    ours = _pushed(spark_ds, dv_table).filter(condition)
+    theirs = spark_ds.read.format("delta").load(dv_table).filter(condition)
+    assert _rows(ours) == _rows(theirs)
+
+
+def test_pushed_filters_prune_files(spark_ds: Any, dv_table: str) -> None:
+    """Spark partitions = scan tasks = files left after pruning (all files are small)."""
+
+    def tasks(condition: str | None, pushdown: bool = True) -> int:
+        reader = spark_ds.read.format("deltadv").option("filterPushdown", str(pushdown))
+        df = reader.load(dv_table)  # a fresh load() per query
+        return (df if condition is None else df.filter(condition)).rdd.getNumPartitions()
+
+    live = deltadv.DeltaTable(dv_table).files()
+    parts = [p["part"] for p in live["partition_values"].to_pylist()]
+    # 5 partition values x 4 id ranges, less files whose rows were all deleted
+    assert tasks(None) == live.num_rows > 15
+    # partition values
+    assert tasks("part = 1") == parts.count(1) == 4
+    assert tasks("part IS NULL") == parts.count(None) == 4
+    # file stats: ids were range-partitioned into 4 files per partition value
+    assert tasks("id >= 1900") == len(set(parts)) == 5
+    assert tasks("part = 3 AND id < 100") == 1
+    # what cannot be pushed prunes nothing; without pushdown nothing is pruned
+    assert tasks("s LIKE 's-1%' OR id % 2 = 0") == live.num_rows
+    assert tasks("part = 1", pushdown=False) == live.num_rows
+
+
+def test_loaded_frame_reused_without_pushdown(spark_ds: Any, dv_table: str) -> None:
+    """The default: one load(), many queries, each as Delta Spark answers it."""
+    ours = spark_ds.read.format("deltadv").load(dv_table)
+    theirs = spark_ds.read.format("delta").load(dv_table)
+    for cond in ["part = 1", None, "id > 1500", "id % 2 = 0", "s LIKE 's-1%'"]:
+        o, t = (ours, theirs) if cond is None else (ours.filter(cond), theirs.filter(cond))
+        assert o.count() == t.count(), cond
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Spark 4.2 reuses the partitions of the last pushed query for a later query "
+    "with no pushable filter on the same loaded DataFrame; if this passes, Spark fixed "
+    "it and pushdown can become the default",
+)
+def test_loaded_frame_reused_with_pushdown(spark_ds: Any, dv_table: str) -> None:
+    ours = _pushed(spark_ds, dv_table)
+    theirs = spark_ds.read.format("delta").load(dv_table)
+    assert ours.filter("part = 1").count() == theirs.filter("part = 1").count()
+    assert ours.count() == theirs.count()  # Spark 4.2: only the part = 1 files
+
+
+def test_odd_column_names(spark_ds: Any, tmp_path: Path) -> None:
+    """Column mapping allows names the predicate has to back-quote."""
+    spark = spark_ds
+    path = str(tmp_path / "odd")
+    (
+        spark.range(0, 600, numPartitions=3)
+        .selectExpr("id", "id % 4 AS `a b`", "concat('o''k ', id % 5) AS `x.y`", "id AS `and`")
+        .write.format("delta")
+        .partitionBy("a b")
+        .option("delta.enableDeletionVectors", "true")
+        .option("delta.columnMapping.mode", "name")
+        .save(path)
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 3 = 0")
+    cols = ["id", "a b", "x.y", "and"]
+    for cond in ["`a b` = 2", "`x.y` = 'o''k 3'", "`and` > 500", "`a b` IN (1, 3) AND id < 50"]:
+        ours = _pushed(spark, path).filter(cond)
+        theirs = spark.read.format("delta").load(path).filter(cond)
+        assert _rows(ours, cols) == _rows(theirs, cols), cond
+    pruned = _pushed(spark, path).filter("`a b` = 2").rdd.getNumPartitions()
+    assert pruned < _pushed(spark, path).rdd.getNumPartitions()
+
+
+def test_user_schema_selects_columns(spark_ds: Any, dv_table: str) -> None:
+    ours = spark_ds.read.format("deltadv").schema("s string, id long").load(dv_table)
+    assert ours.schema.fieldNames() == ["s", "id"]
+    theirs = spark_ds.read.format("delta").load(dv_table)
+    assert _rows(ours, ["s", "id"]) == _rows(theirs, ["s", "id"])
+
+
+def test_time_travel_matches_delta_spark(spark_ds: Any, tmp_path: Path) -> None:
+    spark = spark_ds
+    path = str(tmp_path / "travel")
+    first = spark.range(0, 500).selectExpr("id", "id % 3 AS k")
+    first.write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+    more = spark.range(500, 800).selectExpr("id", "id % 3 AS k")
+    more.write.format("delta").mode("append").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 5 = 0")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 1 AND id > 200")
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    assert sorted(h.version for h in history) == [0, 1, 2, 3]
+    cols = ["id", "k"]
+    counts = set()
+    for h in history:
+        theirs = _rows(spark.read.format("delta").option("versionAsOf", h.version).load(path), cols)
+        for key in ("versionAsOf", "version"):
+            ours = spark.read.format("deltadv").option(key, h.version).load(path)
+            assert _rows(ours, cols) == theirs, (key, h.version)
+        stamp = h.timestamp.isoformat(sep=" ")  # UTC, as the session time zone is
+        theirs_t = spark.read.format("delta").option("timestampAsOf", stamp).load(path)
+        ours_t = spark.read.format("deltadv").option("timestampAsOf", stamp).load(path)
+        assert _rows(ours_t, cols) == _rows(theirs_t, cols) == theirs, stamp
+        counts.add(len(theirs))
+    assert len(counts) == 4  # every version differs
+
+
+def test_every_row_deleted(spark_ds: Any, tmp_path: Path) -> None:
+    """No scan tasks at all: Spark's stand-in partition reads nothing."""
+    spark = spark_ds
+    path = str(tmp_path / "emptied")
+    writer = spark.range(0, 50).selectExpr("id", "id % 2 AS k").write.format("delta")
+    writer.partitionBy("k").option("delta.enableDeletionVectors", "true").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 10 = 0")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id >= 0")
+    assert spark.read.format("delta").load(path).count() == 0
+    ours = spark.read.format("deltadv").load(path)
+    assert ours.schema.fieldNames() == ["id", "k"]
+    assert ours.collect() == []
+    assert _pushed(spark, path).filter("k = 1").collect() == []
+
+
+def test_missing_table_is_a_clear_error(spark_ds: Any, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-table"
+    with pytest.raises(Exception, match="not a Delta table") as info:
+        spark_ds.read.format("deltadv").load(str(missing)).collect()
+    assert "no-such-table" in str(info.value)
+
+
+def test_unknown_option_is_an_error(spark_ds: Any, dv_table: str) -> None:
+    with pytest.raises(Exception, match="unknown option"):
+        spark_ds.read.format("deltadv").option("versoin", "1").load(dv_table).collect()
+
+
+# ----- pure Python: Spark filters -> predicate strings -----------------------------------
+
+
+def test_comparisons() -> None:
+    assert to_predicate(EqualTo(("a",), 1)) == "a = 1"
+    assert to_predicate(EqualNullSafe(("a",), 1)) == "a <=> 1"
+    assert to_predicate(EqualNullSafe(("a",), None)) == "a IS NULL"
+    assert to_predicate(GreaterThan(("a",), -5)) == "a > -5"
+    assert to_predicate(GreaterThanOrEqual(("a",), 2.5)) == "a >= 2.5"
+    assert to_predicate(LessThan(("a",), 1e20)) == "a < 1e20"
+    assert to_predicate(LessThan(("a",), 1.5e-7)) == "a < 1.5e-07"
+    assert to_predicate(LessThanOrEqual(("a",), True)) == "a <= TRUE"
+    assert to_predicate(EqualTo(("a",), False)) == "a = FALSE"
+    assert to_predicate(IsNull(("a",))) == "a IS NULL"
+    assert to_predicate(IsNotNull(("a",))) == "a IS NOT NULL"
+    assert to_predicate(In(("a",), (1, 2, 3))) == "a IN (1, 2, 3)"
+    assert to_predicate(Not(EqualTo(("a",), 1))) == "NOT (a = 1)"
+    assert to_predicate(Not(In(("a",), ("x", None)))) == "NOT (a IN ('x'))"
+
+
+def test_literals() -> None:
+    assert to_predicate(EqualTo(("d",), dt.date(2024, 2, 29))) == "d = DATE '2024-02-29'"
+    assert to_predicate(EqualTo(("d",), dt.date(33, 1, 2))) == "d = DATE '0033-01-02'"
+    assert to_predicate(EqualTo(("m",), Decimal("1.50"))) == "m = 1.50"
+    assert to_predicate(EqualTo(("m",), Decimal("-1E+3"))) == "m = -1000"
+    assert to_predicate(EqualTo(("m",), Decimal("1E-8"))) == "m = 0.00000001"
+    assert to_predicate(EqualTo(("x",), 0.1)) == "x = 0.1"
+    assert float(to_predicate(EqualTo(("x",), 1 / 3)).split()[-1]) == 1 / 3  # type: ignore[union-attr]
+
+
+def test_timestamps() -> None:
+    # what PySpark decodes for a `timestamp` column: aware, in UTC
+    utc = dt.datetime(2024, 1, 2, 3, 4, 5, 60, tzinfo=ZoneInfo("UTC"))
+    assert to_predicate(GreaterThan(("t",), utc)) == "t > TIMESTAMP '2024-01-02 03:04:05.000060Z'"
+    # another zone is converted, not relabelled
+    plus2 = dt.datetime(2024, 1, 2, 3, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert to_predicate(EqualTo(("t",), plus2)) == "t = TIMESTAMP '2024-01-02 01:00:00Z'"
+    # `timestamp_ntz` columns give naive datetimes
+    ntz = dt.datetime(1999, 12, 31, 23, 59, 59)
+    assert to_predicate(LessThan(("t",), ntz)) == "t < TIMESTAMP_NTZ '1999-12-31 23:59:59'"
+
+
+def test_quoting() -> None:
+    assert to_predicate(EqualTo(("s",), "it's")) == "s = 'it''s'"
+    assert to_predicate(EqualTo(("s",), "''")) == "s = ''''''"
+    assert to_predicate(EqualTo(("s",), "")) == "s = ''"
+    assert to_predicate(EqualTo(("s",), "a\\b\n`c")) == "s = 'a\\b\n`c'"
+    assert to_predicate(EqualTo(("a b",), 1)) == "`a b` = 1"
+    assert to_predicate(EqualTo(("a`b",), 1)) == "`a``b` = 1"
+    assert to_predicate(EqualTo(("a.b",), 1)) == "`a.b` = 1"
+    assert to_predicate(EqualTo(("a", "b"), 1)) == "a.b = 1"
+    assert to_predicate(EqualTo(("st", "x y", "_z9"), 1)) == "st.`x y`._z9 = 1"
+    assert to_predicate(EqualTo(("1col",), 1)) == "`1col` = 1"
+    assert to_predicate(EqualTo(("é",), 1)) == "`é` = 1"
+    assert to_predicate(IsNull(("Null",))) == "`Null` IS NULL"
+    assert to_predicate(IsNull(("between",))) == "`between` IS NULL"
+    assert to_predicate(IsNull(("timestamp_ntz",))) == "`timestamp_ntz` IS NULL"
+
+
+def test_unpushable_filters_are_left_out() -> None:
+    for f in [
+        StringStartsWith(("s",), "a"),
+        StringEndsWith(("s",), "a"),
+        StringContains(("s",), "a"),
+        EqualTo(("x",), float("nan")),
+        LessThan(("x",), float("inf")),
+        EqualTo(("m",), Decimal("NaN")),
+        EqualTo(("b",), b"bytes"),
+        EqualTo(("arr",), [1, 2]),
+        EqualTo(("a",), None),
+        In(("a",), (None,)),
+        Not(StringContains(("s",), "a")),
+    ]:
+        assert to_predicate(f) is None, f
+    got = filters_to_predicate(
+        [IsNotNull(("a",)), StringStartsWith(("s",), "x"), GreaterThan(("a",), 4)]
+    )
+    assert got == "(a IS NOT NULL) AND (a > 4)"
+    assert filters_to_predicate([StringContains(("s",), "x")]) is None
+    assert filters_to_predicate([]) is None
+
+
+def test_options() -> None:
+    from deltadv.datasource import _split_size, _storage_options, _table_uri, _version_option
+
+    opts = {
+        "path": "s3://bucket/t",
+        "storage.aws_endpoint_url": "http://localhost:9000",
+        "aws_region": "eu-west-1",
+        "storage.azure_storage_account_name": "acct",
+        "versionasof": "3",
+    }
+    assert _storage_options(opts) == {
+        "AWS_ENDPOINT_URL": "http://localhost:9000",
+        "AWS_REGION": "eu-west-1",
+        "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+    }
+    assert _table_uri(opts) == "s3://bucket/t"
+    assert _table_uri({"path": "rel/t"}) == str(Path("rel/t").resolve())
+    assert _version_option(opts) == 3
+    assert _split_size({}) == 128 * 1024 * 1024
+    with pytest.raises(ValueError, match="unknown option"):
+        _storage_options({"path": "x", "region": "eu-west-1"})
+    with pytest.raises(ValueError, match="conflicting"):
+        _version_option({"version": "1", "versionasof": "2"})
+    with pytest.raises(ValueError, match="integer"):
+        _version_option({"version": "latest"})
+    with pytest.raises(ValueError, match="table path"):
+        _table_uri({})
+    with pytest.raises(ValueError, match="splitSize"):
+        _split_size({"splitsize": "0"})
+
+
+def test_predicates_bind_to_the_columns(dv_table: str) -> None:
+    """Every literal form we emit parses and converts exactly to its column's type:
+    with filter_rows=True deltadv binds strictly and raises on anything it would
+    otherwise silently ignore while pruning."""
+    utc = ZoneInfo("UTC")
+    filters = [
+        EqualTo(("part",), 2),
+        In(("part",), (1, None, 3)),
+        EqualNullSafe(("part",), None),
+        GreaterThan(("id",), -1),
+        LessThanOrEqual(("x",), 30.5),
+        GreaterThan(("x",), 1e-3),
+        EqualTo(("s",), "it's"),
+        In(("s",), ("s-1", "s-500")),
+        EqualTo(("d",), dt.date(2024, 1, 10)),
+        LessThan(("ts",), dt.datetime(2024, 1, 1, 2, 0, 0, 500, tzinfo=utc)),
+        GreaterThanOrEqual(("amount",), Decimal("240.50")),
+        EqualTo(("st", "a"), 3),
+        Not(In(("st", "b"), ("b10",))),
+        IsNotNull(("s",)),
+    ]
+    table = deltadv.DeltaTable(dv_table)
+    everything = len(table.scan_tasks())
+    for f in filters:
+        predicate = to_predicate(f)
+        assert predicate is not None, f
+        assert len(table.scan_tasks(None, predicate)) <= everything, predicate
+
+
+def test_reader_hands_every_filter_back(dv_table: str) -> None:
+    source = DeltaDVDataSource({"path": dv_table, "filterpushdown": "true"})
+    reader = source.reader(source.schema())
+    filters = [EqualTo(("part",), 1), StringContains(("s",), "x"), GreaterThan(("id",), 3)]
+    assert list(reader.pushFilters(filters)) == filters  # Spark still applies them all
+    assert all(a is b for a, b in zip(reader.pushFilters(filters), filters, strict=True))
+    assert reader.predicate == "(part = 1) AND (id > 3)"
+    tasks = reader.partitions()
+    assert tasks and all(isinstance(t.value, str) for t in tasks)
+    plain = DeltaDVDataSource({"path": dv_table})  # pushdown is opt-in
+    assert isinstance(plain.reader(plain.schema()), DeltaDVPlainReader)
+    assert not isinstance(plain.reader(plain.schema()), DeltaDVReader)
