@@ -163,6 +163,13 @@ class RawDeltaTable:
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
 
 def read_scan_task(task: str) -> ArrowStream: ...
+def put_object(
+    table_uri: str,
+    storage_options: dict[str, str],
+    path: str,
+    data: bytes,
+    if_absent: bool = False,
+) -> bool: ...
 def prepare_delete(
     table_uri: str,
     storage_options: dict[str, str],

@@ -211,3 +211,39 @@ def _is_partition_only(table: _LocalTable, text: str) -> bool:
         return table._raw.predicate_is_partition_only(text)
     except ValueError:
         return False
+
+
+def write_table(
+    df: DataFrame,
+    table_uri: str,
+    *,
+    partition_by: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+    configuration: dict[str, str] | None = None,
+    enable_deletion_vectors: bool = True,
+) -> _LocalTable:
+    """Create a new Delta table from a Spark DataFrame, deletion vectors enabled by
+    default: each executor task writes its rows as parquet data files (with
+    per-file stats) straight to the table's storage and returns their add actions;
+    the driver commits version 0 with put-if-absent."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from deltadv.write import _create, write_data_files
+
+    parts = list(partition_by or [])
+    options = dict(storage_options or {})
+    schema = to_arrow_schema(df.schema, timezone="UTC")
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if not received:
+            return
+        data = pa.Table.from_batches(received)
+        adds = write_data_files(table_uri, data, parts, options)
+        yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])
+
+    rows = df.mapInArrow(write, "add string").collect()
+    adds = [json.loads(r["add"]) for r in rows]
+    return _create(
+        table_uri, schema, adds, parts, storage_options, configuration, enable_deletion_vectors
+    )

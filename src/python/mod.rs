@@ -460,6 +460,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(table::put_object, m)?)?;
     m.add_function(wrap_pyfunction!(table::read_scan_task, m)?)?;
     m.add_function(wrap_pyfunction!(table::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

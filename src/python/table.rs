@@ -530,3 +530,30 @@ pub fn prepare_delete(
     })
     .map_err(to_py)
 }
+
+/// PUT `data` at `path` (relative to the table root). With `if_absent`, only
+/// if nothing is there (atomic create / conditional PUT): returns False when
+/// the object already exists. Used for data files and commit files.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, path, data, if_absent=false))]
+pub fn put_object(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    path: &str,
+    data: Vec<u8>,
+    if_absent: bool,
+) -> PyResult<bool> {
+    py.detach(|| -> crate::Result<bool> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let location = store.path(path);
+        let bytes = bytes::Bytes::from(data);
+        if if_absent {
+            block_on(store.put_if_absent(&location, bytes))?
+        } else {
+            block_on(store.put(&location, bytes))??;
+            Ok(true)
+        }
+    })
+    .map_err(to_py)
+}

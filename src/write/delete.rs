@@ -299,7 +299,12 @@ pub async fn delete_rows(
         if r.is_empty() {
             continue;
         }
-        let key = normalize_path(&path);
+        // As in `files()` (decoded), else as in the log (encoded).
+        let key = if live.contains_key(&path) {
+            path.clone()
+        } else {
+            normalize_path(&path)
+        };
         let f = live.get(&key).ok_or_else(|| Error::NotFound {
             path: format!(
                 "{path} is not a live data file of {} at version {}",
