@@ -59,6 +59,51 @@ pub struct DeleteOptions {
     pub predicate: Option<String>,
     /// Engine name recorded in commitInfo.
     pub engine_info: String,
+    /// A new DV file is started when the current one would grow past this
+    /// many bytes (one DV is never split).
+    pub dv_file_target_size: usize,
+}
+
+/// Default target size of a DV file, as in the reference implementation.
+pub const DEFAULT_DV_FILE_TARGET_SIZE: usize = 2 << 20;
+
+/// Group `maps` (in order) into DV files of about `target` bytes each.
+fn dv_file_groups(maps: &[RoaringTreemap], target: usize) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0usize;
+    for (i, m) in maps.iter().enumerate() {
+        let size = bitmap::serialized_size(m) + 8; // + size and checksum fields
+        if i > start && bytes + size > target {
+            groups.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += size;
+    }
+    if start < maps.len() {
+        groups.push(start..maps.len());
+    }
+    groups
+}
+
+fn dv_files_needed(maps: &[RoaringTreemap], target: usize) -> u64 {
+    dv_file_groups(maps, target).len() as u64
+}
+
+/// Write `maps` into as few DV files of about `target` bytes as possible;
+/// descriptors in the order of `maps`.
+async fn write_dv_files(
+    store: &TableStore,
+    maps: &[RoaringTreemap],
+    target: usize,
+) -> Result<Vec<DeletionVectorDescriptor>> {
+    let mut out = Vec::with_capacity(maps.len());
+    for range in dv_file_groups(maps, target) {
+        let group = maps.get(range).unwrap_or_default();
+        out.extend(dv::write_file_to(store, "", group).await?);
+    }
+    Ok(out)
 }
 
 impl Default for DeleteOptions {
@@ -68,6 +113,7 @@ impl Default for DeleteOptions {
             max_attempts: 1000,
             predicate: None,
             engine_info: format!("deltadv/{}", env!("CARGO_PKG_VERSION")),
+            dv_file_target_size: DEFAULT_DV_FILE_TARGET_SIZE,
         }
     }
 }
@@ -502,8 +548,8 @@ async fn prepare(
         Vec::new()
     } else {
         fail_point("dv_write")?;
-        m.num_dv_files_written = 1;
-        dv::write_file_to(store, "", &file_maps).await?
+        m.num_dv_files_written = dv_files_needed(&file_maps, options.dv_file_target_size);
+        write_dv_files(store, &file_maps, options.dv_file_target_size).await?
     }
     .into_iter();
     let mut actions = Vec::new();
@@ -767,7 +813,7 @@ pub async fn prepare_files(
         Vec::new()
     } else {
         fail_point("dv_write")?;
-        dv::write_file_to(store, "", &file_maps).await?
+        write_dv_files(store, &file_maps, options.dv_file_target_size).await?
     }
     .into_iter();
     let mut out = Vec::new();
@@ -854,4 +900,26 @@ pub async fn commit_prepared(
     let mut m = commit_targets(snapshot, targets, options, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dv_files_are_cut_at_the_target_size() {
+        let maps: Vec<RoaringTreemap> = (0..10u64)
+            .map(|i| (0..1000u64).map(|r| r * 3 + i).collect())
+            .collect();
+        let one = bitmap::serialized_size(&maps[0]) + 8;
+        assert_eq!(dv_file_groups(&maps, usize::MAX), vec![0..10]);
+        assert_eq!(
+            dv_file_groups(&maps, 1).len(),
+            10,
+            "one DV per file at least"
+        );
+        let groups = dv_file_groups(&maps, one * 3);
+        assert_eq!(groups, vec![0..3, 3..6, 6..9, 9..10]);
+        assert!(dv_file_groups(&[], 100).is_empty());
+    }
 }
