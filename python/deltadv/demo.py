@@ -62,6 +62,18 @@ def table_demo(root: Path, spark: bool) -> None:
         df = dspark.read(session, str(root))
         print(f"\nSpark (local[2], mapInArrow): count() = {df.count():,}")
         df.groupBy((df.id / 200_000).cast("int").alias("file")).count().orderBy("file").show()
+
+        m = dspark.DeltaTable.forPath(session, str(root)).delete("id % 1000 = 7 OR id < 100")
+        print(
+            f"Spark DELETE (DVs written on the executors): version {m['version']}, "
+            f"{m['num_deleted_rows']:,} rows deleted, "
+            f"{m['num_deletion_vectors_added']} DVs added "
+            f"({m['num_deletion_vectors_updated']} of them extend an older DV), "
+            f"{m['num_removed_files']} files removed, 0 files rewritten"
+        )
+        print(f"  count() now {dspark.read(session, str(root)).count():,}")
+        m = deltadv.DeltaTable(str(root)).delete("id BETWEEN 600000 AND 600009")
+        print(f"Python DELETE: version {m['version']}, {m['num_deleted_rows']} rows deleted")
     finally:
         session.stop()
 
