@@ -460,6 +460,8 @@ async fn read_file_columns(
         .map_err(|e| parquet_error(&file.path, e))?;
 
     let mut kept = plan.kept_rows();
+    // One file-path column for the largest batch, sliced (zero-copy) per batch.
+    let mut path_column: Option<ArrayRef> = None;
     let mut out = Vec::with_capacity(batches.len());
     for batch in batches {
         let n = batch.num_rows();
@@ -496,9 +498,16 @@ async fn read_file_columns(
                         .take(n)
                         .map(|i| i64::try_from(i).unwrap_or(i64::MAX)),
                 )),
-                Source::FilePath => {
-                    Arc::new(arrow_array::StringArray::from(vec![file.path.as_str(); n]))
-                }
+                Source::FilePath => match &path_column {
+                    Some(a) if a.len() >= n => a.slice(0, n),
+                    _ => {
+                        let a: ArrayRef = Arc::new(arrow_array::StringArray::from_iter_values(
+                            std::iter::repeat_n(file.path.as_str(), n),
+                        ));
+                        path_column = Some(a.clone());
+                        a
+                    }
+                },
             };
             columns.push(column);
         }

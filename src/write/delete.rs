@@ -325,6 +325,56 @@ async fn num_records(store: &TableStore, add: &Add, stats_rows: Option<i64>) -> 
     .await
 }
 
+/// Add `rows` of the file `add` (with `n` physical rows) to `targets`,
+/// checking the row indexes against `n`.
+fn add_target(
+    targets: &mut BTreeMap<String, Target>,
+    key: String,
+    add: &Add,
+    n: u64,
+    rows: RoaringTreemap,
+) -> Result<()> {
+    if let Some(max) = rows.max() {
+        if max >= n {
+            return Err(Error::InvalidArgument(format!(
+                "row index {max} is out of range for {key}, which has {n} rows"
+            )));
+        }
+    }
+    match targets.get_mut(&key) {
+        Some(t) => t.rows |= rows,
+        None => {
+            targets.insert(
+                key.clone(),
+                Target {
+                    add: add.clone(),
+                    key,
+                    num_records: n,
+                    base_dv: RoaringTreemap::new(),
+                    rows,
+                    ready: None,
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Fetch the current DVs of the targets, all together (coalesced GETs).
+async fn load_base_dvs(store: &TableStore, targets: &mut BTreeMap<String, Target>) -> Result<()> {
+    let with_dv: Vec<(String, DeletionVectorDescriptor)> = targets
+        .iter()
+        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
+        .collect();
+    let refs: Vec<&DeletionVectorDescriptor> = with_dv.iter().map(|(_, d)| d).collect();
+    for ((k, _), map) in with_dv.iter().zip(dv::load_many(store, &refs).await?) {
+        if let Some(t) = targets.get_mut(k) {
+            t.base_dv = map;
+        }
+    }
+    Ok(())
+}
+
 /// Delete rows by physical row index: `rows` maps a data file's path (as in
 /// `add.path`, URL-decoded or not) to the row indexes to delete. Returns what
 /// was done; commits nothing if every row was already deleted.
@@ -359,41 +409,9 @@ pub async fn delete_rows(
             ),
         })?;
         let n = num_records(store, &f.add, f.num_records).await?;
-        if let Some(max) = r.max() {
-            if max >= n {
-                return Err(Error::InvalidArgument(format!(
-                    "row index {max} is out of range for {key}, which has {n} rows"
-                )));
-            }
-        }
-        match targets.get_mut(&key) {
-            Some(t) => t.rows |= r,
-            None => {
-                targets.insert(
-                    key.clone(),
-                    Target {
-                        add: f.add.clone(),
-                        key,
-                        num_records: n,
-                        base_dv: RoaringTreemap::new(),
-                        rows: r,
-                        ready: None,
-                    },
-                );
-            }
-        }
+        add_target(&mut targets, key, &f.add, n, r)?;
     }
-    // Current DVs of the touched files, fetched together (coalesced).
-    let with_dv: Vec<(String, DeletionVectorDescriptor)> = targets
-        .iter()
-        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
-        .collect();
-    let refs: Vec<&DeletionVectorDescriptor> = with_dv.iter().map(|(_, d)| d).collect();
-    for ((k, _), map) in with_dv.iter().zip(dv::load_many(store, &refs).await?) {
-        if let Some(t) = targets.get_mut(k) {
-            t.base_dv = map;
-        }
-    }
+    load_base_dvs(store, &mut targets).await?;
     commit_targets(snapshot, targets, options, started).await
 }
 
@@ -519,6 +537,60 @@ async fn check_and_rebase(
     Ok(changed)
 }
 
+/// Each target's change, with the new DVs written: descriptors of `NewDv`
+/// changes resolved (inline, or in the DV files written here, about
+/// `dv_file_target_size` each), and the number of DV files written.
+#[allow(clippy::type_complexity)]
+async fn write_changes<'a>(
+    store: &TableStore,
+    targets: &'a BTreeMap<String, Target>,
+    options: &DeleteOptions,
+) -> Result<(
+    Vec<(&'a Target, Change, Option<DeletionVectorDescriptor>)>,
+    u64,
+)> {
+    let inline = |map: &RoaringTreemap| {
+        options.inline_threshold > 0 && bitmap::serialized_size(map) <= options.inline_threshold
+    };
+    let mut file_maps: Vec<RoaringTreemap> = Vec::new();
+    let mut plans: Vec<(&Target, Change)> = Vec::new();
+    for t in targets.values() {
+        let change = match &t.ready {
+            Some(r) => Change::Ready(r.clone()),
+            None => plan_change(t),
+        };
+        if let Change::NewDv { map, .. } = &change {
+            if !inline(map) {
+                file_maps.push(map.clone());
+            }
+        }
+        plans.push((t, change));
+    }
+    let (mut written, files) = if file_maps.is_empty() {
+        (Vec::new().into_iter(), 0)
+    } else {
+        fail_point("dv_write")?;
+        let files = dv_files_needed(&file_maps, options.dv_file_target_size);
+        let d = write_dv_files(store, &file_maps, options.dv_file_target_size).await?;
+        (d.into_iter(), files)
+    };
+    let mut out = Vec::with_capacity(plans.len());
+    for (t, change) in plans {
+        let descriptor =
+            match &change {
+                Change::NewDv { map, .. } if inline(map) => {
+                    Some(DeletionVectorDescriptor::inline(map)?)
+                }
+                Change::NewDv { .. } => Some(written.next().ok_or_else(|| {
+                    Error::InvalidArgument(format!("no DV written for {}", t.key))
+                })?),
+                _ => None,
+            };
+        out.push((t, change, descriptor));
+    }
+    Ok((out, files))
+}
+
 /// The remove/add actions for the current targets (one DV file for all new
 /// file-backed DVs) and the metrics they amount to.
 async fn prepare(
@@ -528,85 +600,36 @@ async fn prepare(
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
     let now = now_ms();
     let mut m = DeleteMetrics::default();
-    let mut file_maps: Vec<RoaringTreemap> = Vec::new();
-    let mut plans: Vec<(&Target, Change)> = Vec::new();
-    for t in targets.values() {
-        let change = match &t.ready {
-            Some(r) => Change::Ready(r.clone()),
-            None => plan_change(t),
-        };
-        if let Change::NewDv { map, .. } = &change {
-            if options.inline_threshold == 0
-                || bitmap::serialized_size(map) > options.inline_threshold
-            {
-                file_maps.push(map.clone());
-            }
-        }
-        plans.push((t, change));
-    }
-    let mut file_descriptors = if file_maps.is_empty() {
-        Vec::new()
-    } else {
-        fail_point("dv_write")?;
-        m.num_dv_files_written = dv_files_needed(&file_maps, options.dv_file_target_size);
-        write_dv_files(store, &file_maps, options.dv_file_target_size).await?
-    }
-    .into_iter();
+    let (plans, files) = write_changes(store, targets, options).await?;
+    m.num_dv_files_written = files;
     let mut actions = Vec::new();
-    for (t, change) in plans {
+    for (t, change, new_dv) in plans {
         let had_dv = t.add.deletion_vector.is_some();
-        match change {
-            Change::None => {}
-            Change::Ready(Ready {
-                descriptor: None,
+        // (rows newly deleted, the new DV; None: the file goes)
+        let (deleted, descriptor) = match change {
+            Change::None => continue,
+            Change::Ready(r) => (r.deleted, r.descriptor),
+            Change::RemoveFile { deleted } => (deleted, None),
+            Change::NewDv { deleted, .. } => (
                 deleted,
-            }) => {
-                m.num_deleted_rows += deleted;
-                m.num_removed_files += 1;
-                if had_dv {
-                    m.num_deletion_vectors_removed += 1;
-                }
-                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
-            }
-            Change::Ready(Ready {
-                descriptor: Some(descriptor),
-                deleted,
-            }) => {
-                m.num_deleted_rows += deleted;
+                Some(new_dv.ok_or_else(|| {
+                    Error::InvalidArgument(format!("no DV written for {}", t.key))
+                })?),
+            ),
+        };
+        m.num_deleted_rows += deleted;
+        if had_dv {
+            m.num_deletion_vectors_removed += 1;
+        }
+        actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
+        match descriptor {
+            None => m.num_removed_files += 1,
+            Some(d) => {
                 if had_dv {
                     m.num_deletion_vectors_updated += 1;
-                    m.num_deletion_vectors_removed += 1;
                 }
                 m.num_deletion_vectors_added += 1;
-                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
-                actions.push(Action::Add(Box::new(new_add(t, descriptor, now))));
-            }
-            Change::RemoveFile { deleted } => {
-                m.num_deleted_rows += deleted;
-                m.num_removed_files += 1;
-                if had_dv {
-                    m.num_deletion_vectors_removed += 1;
-                }
-                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
-            }
-            Change::NewDv { map, deleted } => {
-                m.num_deleted_rows += deleted;
-                let inline = options.inline_threshold > 0
-                    && bitmap::serialized_size(&map) <= options.inline_threshold;
-                let descriptor = if inline {
-                    DeletionVectorDescriptor::inline(&map)?
-                } else {
-                    file_descriptors.next().ok_or_else(|| {
-                        Error::InvalidArgument(format!("no DV written for {}", t.key))
-                    })?
-                };
-                if had_dv {
-                    m.num_deletion_vectors_updated += 1;
-                    m.num_deletion_vectors_removed += 1;
-                }
-                m.num_deletion_vectors_added += 1;
-                actions.push(Action::Remove(Box::new(remove_of(&t.add, now))));
-                actions.push(Action::Add(Box::new(new_add(t, descriptor, now))));
+                actions.push(Action::Add(Box::new(new_add(t, d, now))));
             }
         }
     }
@@ -762,77 +785,16 @@ pub async fn prepare_files(
         .ok()
         .and_then(|c| c.num_records);
         let n = num_records(store, &add, stats_rows).await?;
-        if let Some(max) = rows.max() {
-            if max >= n {
-                return Err(Error::InvalidArgument(format!(
-                    "row index {max} is out of range for {key}, which has {n} rows"
-                )));
-            }
-        }
-        match targets.get_mut(&key) {
-            Some(t) => t.rows |= rows,
-            None => {
-                targets.insert(
-                    key.clone(),
-                    Target {
-                        add,
-                        key,
-                        num_records: n,
-                        base_dv: RoaringTreemap::new(),
-                        rows,
-                        ready: None,
-                    },
-                );
-            }
-        }
+        add_target(&mut targets, key, &add, n, rows)?;
     }
-    let with_dv: Vec<(String, DeletionVectorDescriptor)> = targets
-        .iter()
-        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
-        .collect();
-    let refs: Vec<&DeletionVectorDescriptor> = with_dv.iter().map(|(_, d)| d).collect();
-    for ((k, _), map) in with_dv.iter().zip(dv::load_many(store, &refs).await?) {
-        if let Some(t) = targets.get_mut(k) {
-            t.base_dv = map;
-        }
-    }
-    let mut file_maps = Vec::new();
-    let mut changes = Vec::new();
-    for t in targets.values() {
-        let change = plan_change(t);
-        if let Change::NewDv { map, .. } = &change {
-            if options.inline_threshold == 0
-                || bitmap::serialized_size(map) > options.inline_threshold
-            {
-                file_maps.push(map.clone());
-            }
-        }
-        changes.push((t, change));
-    }
-    let mut written = if file_maps.is_empty() {
-        Vec::new()
-    } else {
-        fail_point("dv_write")?;
-        write_dv_files(store, &file_maps, options.dv_file_target_size).await?
-    }
-    .into_iter();
+    load_base_dvs(store, &mut targets).await?;
+    let (changes, _) = write_changes(store, &targets, options).await?;
     let mut out = Vec::new();
-    for (t, change) in changes {
+    for (t, change, new_dv) in changes {
         let (descriptor, deleted) = match change {
             Change::None | Change::Ready(_) => continue,
             Change::RemoveFile { deleted } => (None, deleted),
-            Change::NewDv { map, deleted } => {
-                let inline = options.inline_threshold > 0
-                    && bitmap::serialized_size(&map) <= options.inline_threshold;
-                let d = if inline {
-                    DeletionVectorDescriptor::inline(&map)?
-                } else {
-                    written.next().ok_or_else(|| {
-                        Error::InvalidArgument(format!("no DV written for {}", t.key))
-                    })?
-                };
-                (Some(d), deleted)
-            }
+            Change::NewDv { deleted, .. } => (new_dv, deleted),
         };
         out.push(PreparedFile {
             add: t.add.clone(),
