@@ -154,8 +154,14 @@ class RawDeltaTable:
         rows: dict[str, Any],
         inline_threshold: int = 0,
         predicate: str | None = None,
+        allow_copy_on_write: bool = False,
     ) -> dict[str, Any]: ...
-    def delete(self, predicate: str | None = None, inline_threshold: int = 0) -> dict[str, Any]: ...
+    def delete(
+        self,
+        predicate: str | None = None,
+        inline_threshold: int = 0,
+        allow_copy_on_write: bool = False,
+    ) -> dict[str, Any]: ...
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0
     ) -> dict[str, Any]: ...

@@ -144,6 +144,7 @@ class DeltaTable:
         predicate: str | pc.Expression | None = None,
         *,
         inline_threshold: int = 0,
+        allow_copy_on_write: bool = False,
     ) -> dict[str, Any]:
         """Delete the rows matching ``predicate`` with deletion vectors (merge-on-read).
 
@@ -155,9 +156,13 @@ class DeltaTable:
         ``inline_threshold`` bytes are stored inline in the log (0: never).
         Returns the operation metrics (also written to the commit's commitInfo)
         and moves this object to the new version.
+
+        A table that does not allow DVs is refused (enable them with
+        ``deltadv.write.enable_deletion_vectors``) unless ``allow_copy_on_write``:
+        then the touched files are rewritten without the deleted rows.
         """
         if predicate is None or isinstance(predicate, str):
-            return self._raw.delete(predicate, inline_threshold)
+            return self._raw.delete(predicate, inline_threshold, allow_copy_on_write)
         if not isinstance(predicate, pc.Expression):
             raise TypeError(
                 f"predicate must be a str or pyarrow.compute.Expression, not {predicate!r}"
@@ -169,14 +174,20 @@ class DeltaTable:
                 hit["_file_path"].to_pylist(), hit["_row_index"].to_pylist(), strict=True
             ):
                 rows.setdefault(path, []).append(index)
-        return self._raw.delete_rows(rows, inline_threshold, str(predicate))
+        return self._raw.delete_rows(rows, inline_threshold, str(predicate), allow_copy_on_write)
 
-    def delete_rows(self, rows: dict[str, Any], *, inline_threshold: int = 0) -> dict[str, Any]:
+    def delete_rows(
+        self,
+        rows: dict[str, Any],
+        *,
+        inline_threshold: int = 0,
+        allow_copy_on_write: bool = False,
+    ) -> dict[str, Any]:
         """Delete rows by physical row index: ``{data file path: row indexes}``
         (a list, range, numpy array or DeletionVector each), for callers that already
         know which rows go (e.g. erasure requests resolved by key lookups). Paths are
         as in :meth:`files`. Returns the operation metrics; see :meth:`delete`."""
-        return self._raw.delete_rows(dict(rows), inline_threshold)
+        return self._raw.delete_rows(dict(rows), inline_threshold, None, allow_copy_on_write)
 
     def count(self) -> int:
         """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""

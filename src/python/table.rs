@@ -285,13 +285,14 @@ impl RawDeltaTable {
 
     /// Delete rows by physical row index (`{path: rows}`); returns the
     /// operation metrics and reloads the table at the new version.
-    #[pyo3(signature = (rows, inline_threshold=0, predicate=None))]
+    #[pyo3(signature = (rows, inline_threshold=0, predicate=None, allow_copy_on_write=false))]
     fn delete_rows<'py>(
         &mut self,
         py: Python<'py>,
         rows: &Bound<'py, PyDict>,
         inline_threshold: usize,
         predicate: Option<String>,
+        allow_copy_on_write: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut map = HashMap::new();
         for (k, v) in rows.iter() {
@@ -307,6 +308,7 @@ impl RawDeltaTable {
         let options = crate::write::delete::DeleteOptions {
             inline_threshold,
             predicate,
+            allow_copy_on_write,
             ..Default::default()
         };
         let snapshot = self.snapshot.clone();
@@ -318,15 +320,17 @@ impl RawDeltaTable {
     }
 
     /// DELETE WHERE `predicate` (deltadv's predicate subset; None: all rows).
-    #[pyo3(signature = (predicate=None, inline_threshold=0))]
+    #[pyo3(signature = (predicate=None, inline_threshold=0, allow_copy_on_write=false))]
     fn delete<'py>(
         &mut self,
         py: Python<'py>,
         predicate: Option<String>,
         inline_threshold: usize,
+        allow_copy_on_write: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = crate::write::delete::DeleteOptions {
             inline_threshold,
+            allow_copy_on_write,
             ..Default::default()
         };
         let snapshot = self.snapshot.clone();
@@ -458,6 +462,7 @@ impl RawDeltaTable {
         d.set_item("num_removed_files", m.num_removed_files)?;
         d.set_item("num_added_files", m.num_added_files)?;
         d.set_item("num_dv_files_written", m.num_dv_files_written)?;
+        d.set_item("num_copied_rows", m.num_copied_rows)?;
         d.set_item("execution_time_ms", m.execution_time_ms)?;
         d.set_item("attempts", m.attempts)?;
         d.set_item("rebases", m.rebases)?;

@@ -203,6 +203,23 @@ pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result
     Ok(u64::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
+/// Parquet metadata (footer) of the data file at `path` (table-relative,
+/// URL-decoded) of `size` bytes, INT96 timestamps read as microseconds.
+pub async fn load_metadata_for(
+    store: &TableStore,
+    path: &str,
+    size: u64,
+) -> Result<ArrowReaderMetadata> {
+    let file = ScanFile {
+        path: path.to_string(),
+        size,
+        partition_values: HashMap::new(),
+        deletion_vector: None,
+        row_groups: None,
+    };
+    load_metadata(store, &file).await
+}
+
 async fn load_metadata(store: &TableStore, file: &ScanFile) -> Result<ArrowReaderMetadata> {
     let location = store.resolve(&file.path)?;
     let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);

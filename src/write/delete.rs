@@ -62,6 +62,9 @@ pub struct DeleteOptions {
     /// A new DV file is started when the current one would grow past this
     /// many bytes (one DV is never split).
     pub dv_file_target_size: usize,
+    /// On a table that does not allow DVs, rewrite the touched files without
+    /// the deleted rows (copy-on-write) instead of failing.
+    pub allow_copy_on_write: bool,
 }
 
 /// Default target size of a DV file, as in the reference implementation.
@@ -114,6 +117,7 @@ impl Default for DeleteOptions {
             predicate: None,
             engine_info: format!("deltadv/{}", env!("CARGO_PKG_VERSION")),
             dv_file_target_size: DEFAULT_DV_FILE_TARGET_SIZE,
+            allow_copy_on_write: false,
         }
     }
 }
@@ -130,6 +134,8 @@ pub struct DeleteMetrics {
     pub num_removed_files: u64,
     pub num_added_files: u64,
     pub num_dv_files_written: u64,
+    /// Rows copied into rewritten files (copy-on-write only).
+    pub num_copied_rows: u64,
     pub execution_time_ms: u64,
     /// Commit attempts (1 unless concurrent commits forced retries).
     pub attempts: u32,
@@ -152,9 +158,9 @@ impl DeleteMetrics {
             "numDeletionVectorsRemoved": self.num_deletion_vectors_removed.to_string(),
             "numDeletionVectorsUpdated": self.num_deletion_vectors_updated.to_string(),
             "numRemovedFiles": self.num_removed_files.to_string(),
-            "numAddedFiles": "0",
+            "numAddedFiles": self.num_added_files.to_string(),
             "numAddedChangeFiles": "0",
-            "numCopiedRows": "0",
+            "numCopiedRows": self.num_copied_rows.to_string(),
             "numFilesAfterSkipping": (self.num_removed_files + self.num_deletion_vectors_added
                 + self.num_deletion_vectors_updated).to_string(),
             "executionTimeMs": self.execution_time_ms.to_string(),
@@ -164,8 +170,10 @@ impl DeleteMetrics {
     }
 }
 
-/// Check that deltadv may DELETE from this table with DVs; errors say why not.
-pub fn check_can_delete(snapshot: &Snapshot) -> Result<()> {
+/// Check that deltadv may DELETE from this table; errors say why not.
+/// Returns whether DVs may be written (else, with `copy_on_write`, files
+/// are rewritten without the deleted rows).
+pub fn check_can_delete(snapshot: &Snapshot, copy_on_write: bool) -> Result<bool> {
     let p = snapshot.protocol();
     let m = snapshot.metadata();
     if p.min_writer_version > 7 {
@@ -216,15 +224,16 @@ pub fn check_can_delete(snapshot: &Snapshot) -> Result<()> {
         && reader_dv
         && writer.contains(&"deletionVectors")
         && m.property("delta.enableDeletionVectors") != Some("false");
-    if !allowed {
+    if !allowed && !copy_on_write {
         return Err(Error::Unsupported(
             "table does not allow deletion vectors (needs protocol reader 3 / writer 7 with the \
              deletionVectors feature and delta.enableDeletionVectors=true); enable them first \
-             (DeltaTable.enable_deletion_vectors())"
+             (deltadv.write.enable_deletion_vectors) or allow copy-on-write rewrites \
+             (allow_copy_on_write=True)"
                 .into(),
         ));
     }
-    Ok(())
+    Ok(allowed)
 }
 
 /// One file's state during a delete: its current add action and DV, and the
@@ -384,7 +393,7 @@ pub async fn delete_rows(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    check_can_delete(snapshot)?;
+    check_can_delete(snapshot, options.allow_copy_on_write)?;
     let store = snapshot.store();
     let mut live: HashMap<String, crate::snapshot::LiveFile> = HashMap::new();
     for f in snapshot.files()? {
@@ -430,7 +439,12 @@ async fn commit_targets(
     loop {
         attempt += 1;
         if prepared.is_none() {
-            prepared = Some(prepare(store, &targets, options).await?);
+            let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
+            prepared = Some(if dvs {
+                prepare(store, &targets, options).await?
+            } else {
+                super::cow::prepare(store, &targets_view(&targets)).await?
+            });
         }
         let Some((file_actions, m)) = prepared.as_ref() else {
             continue;
@@ -636,6 +650,18 @@ async fn prepare(
     Ok((actions, m))
 }
 
+/// The targets as the copy-on-write path sees them.
+fn targets_view(targets: &BTreeMap<String, Target>) -> Vec<super::cow::Rewrite<'_>> {
+    targets
+        .values()
+        .map(|t| super::cow::Rewrite {
+            add: &t.add,
+            deleted: &t.base_dv | &t.rows,
+            already_deleted: t.base_dv.len(),
+        })
+        .collect()
+}
+
 fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
     let mut add = t.add.clone();
     add.modification_time = now;
@@ -682,7 +708,7 @@ pub async fn delete_where(
     use crate::scan::{self, ScanSpec};
 
     let started = Instant::now();
-    check_can_delete(snapshot)?;
+    check_can_delete(snapshot, options.allow_copy_on_write)?;
     let pred = match predicate {
         Some(text) => Some(Arc::new(Predicate::new(
             text,
@@ -817,7 +843,7 @@ pub async fn commit_prepared(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    check_can_delete(snapshot)?;
+    check_can_delete(snapshot, options.allow_copy_on_write)?;
     let store = snapshot.store();
     let live: HashMap<String, crate::snapshot::LiveFile> = snapshot
         .files()?

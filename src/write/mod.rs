@@ -9,6 +9,7 @@
 
 pub mod checkpoint;
 pub mod commit;
+pub mod cow;
 pub mod delete;
 
 use crate::error::{Error, Result};

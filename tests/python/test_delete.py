@@ -218,3 +218,31 @@ def test_checkpoint_every_ten_commits_is_read_back(table: Path) -> None:
     assert _ids(DeltaTable(str(table))) == expected
     dl = deltalake.DeltaTable(str(table)).scan(columns=["id"]).read_all()
     assert sorted(dl["id"].to_pylist()) == expected
+
+
+def test_copy_on_write_fallback_on_a_table_without_dvs(tmp_path: Path) -> None:
+    import deltalake
+
+    plain = tmp_path / "plain"
+    make_table(plain, files=2, rows_per_file=ROWS, deleted={})
+    log = plain / "_delta_log" / f"{0:020}.json"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    lines[0] = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    t = DeltaTable(str(plain))
+    m = t.delete("id < 10 OR id = 1500", allow_copy_on_write=True)
+    assert m["num_deleted_rows"] == 11 and m["num_removed_files"] == 2
+    assert m["num_added_files"] == 2 and m["num_copied_rows"] == 2 * ROWS - 11
+    actions = _commit(plain, 1)
+    adds = [a["add"] for a in actions if "add" in a]
+    assert all("deletionVector" not in a for a in adds)
+    assert not list(plain.glob("deletion_vector_*.bin"))
+    expected = [i for i in range(2 * ROWS) if not (i < 10 or i == 1500)]
+    assert _ids(DeltaTable(str(plain))) == expected
+    # a non-DV table is readable by deltalake's plain Arrow path
+    other = deltalake.DeltaTable(str(plain)).to_pyarrow_table(columns=["id", "value"])
+    assert sorted(other["id"].to_pylist()) == expected
+    assert all(
+        v == f"v{i}"
+        for i, v in zip(other["id"].to_pylist(), other["value"].to_pylist(), strict=True)
+    )

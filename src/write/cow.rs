@@ -1,0 +1,145 @@
+//! Copy-on-write fallback for tables that do not allow deletion vectors:
+//! each touched file is rewritten without its deleted rows (a new, uniquely
+//! named parquet file in the same directory, same physical schema and field
+//! ids), and the commit removes the old file and adds the new one.
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::AsyncArrowWriter;
+use roaring::RoaringTreemap;
+use serde_json::json;
+
+use super::delete::DeleteMetrics;
+use super::fail_point;
+use crate::error::{Error, Result};
+use crate::io::TableStore;
+use crate::log::actions::{Action, Add, Remove};
+use crate::log::replay::normalize_path;
+use crate::scan::{self, selection};
+
+/// One file to rewrite.
+pub struct Rewrite<'a> {
+    pub add: &'a Add,
+    /// Every row that must be gone from the new file.
+    pub deleted: RoaringTreemap,
+    /// Rows the current add already hides (its DV's cardinality).
+    pub already_deleted: u64,
+}
+
+fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
+    Error::Parquet {
+        file: file.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+/// Rewrite `r`'s file without its deleted rows; the new add action, or None
+/// when no row is left.
+async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option<(Add, u64)>> {
+    let path = normalize_path(&r.add.path);
+    let size = u64::try_from(r.add.size).unwrap_or(0);
+    let meta = scan::load_metadata_for(store, &path, size).await?;
+    let rows: Vec<u64> = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| u64::try_from(rg.num_rows()).unwrap_or(0))
+        .collect();
+    let all: Vec<usize> = (0..rows.len()).collect();
+    let plan = selection::plan(&rows, &all, Some(&r.deleted), &path)?;
+    let kept = plan.kept_count();
+    if kept == 0 {
+        return Ok(None);
+    }
+    let schema = meta.schema().clone();
+    let location = store.resolve(&path)?;
+    let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, size);
+    let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta)
+        .with_row_selection(plan.selection.clone())
+        .build()
+        .map_err(|e| parquet_error(&path, e))?;
+    let batches: Vec<arrow_array::RecordBatch> = stream
+        .try_collect()
+        .await
+        .map_err(|e| parquet_error(&path, e))?;
+    let mut buf: Vec<u8> = Vec::new();
+    {
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer = AsyncArrowWriter::try_new(&mut buf, schema, Some(props))
+            .map_err(|e| parquet_error(&path, e))?;
+        for b in &batches {
+            writer.write(b).await.map_err(|e| parquet_error(&path, e))?;
+        }
+        writer.close().await.map_err(|e| parquet_error(&path, e))?;
+    }
+    // Same directory (as written in the log, so its encoding is kept).
+    let name = format!("part-{}-c000.snappy.parquet", uuid::Uuid::new_v4());
+    let raw_dir = r.add.path.rfind('/').map_or("", |i| &r.add.path[..=i]);
+    let new_raw = format!("{raw_dir}{name}");
+    let new_size = buf.len();
+    if !store
+        .put_if_absent(&store.resolve(&normalize_path(&new_raw))?, Bytes::from(buf))
+        .await?
+    {
+        return Err(Error::InvalidArgument(format!("{new_raw} already exists")));
+    }
+    let add = Add {
+        path: new_raw,
+        partition_values: r.add.partition_values.clone(),
+        size: i64::try_from(new_size).unwrap_or(i64::MAX),
+        modification_time: now,
+        data_change: true,
+        stats: Some(json!({ "numRecords": kept }).to_string()),
+        tags: None,
+        deletion_vector: None,
+        base_row_id: None,
+        default_row_commit_version: None,
+        clustering_provider: r.add.clustering_provider.clone(),
+    };
+    Ok(Some((add, kept)))
+}
+
+/// The remove/add actions rewriting every file of `rewrites`, and metrics.
+pub async fn prepare(
+    store: &TableStore,
+    rewrites: &[Rewrite<'_>],
+) -> Result<(Vec<Action>, DeleteMetrics)> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    let mut m = DeleteMetrics::default();
+    let mut actions = Vec::new();
+    for r in rewrites {
+        let newly = r.deleted.len().saturating_sub(r.already_deleted);
+        if newly == 0 {
+            continue;
+        }
+        fail_point("dv_write")?;
+        let new = rewrite(store, r, now).await?;
+        m.num_deleted_rows += newly;
+        m.num_removed_files += 1;
+        actions.push(Action::Remove(Box::new(Remove {
+            path: r.add.path.clone(),
+            deletion_timestamp: Some(now),
+            data_change: true,
+            extended_file_metadata: Some(true),
+            partition_values: Some(r.add.partition_values.clone()),
+            size: Some(r.add.size),
+            stats: None,
+            tags: r.add.tags.clone(),
+            deletion_vector: r.add.deletion_vector.clone(),
+            base_row_id: r.add.base_row_id,
+            default_row_commit_version: r.add.default_row_commit_version,
+        })));
+        if let Some((add, kept)) = new {
+            m.num_added_files += 1;
+            m.num_copied_rows += kept;
+            actions.push(Action::Add(Box::new(add)));
+        }
+    }
+    Ok((actions, m))
+}
