@@ -155,12 +155,14 @@ class RawDeltaTable:
         inline_threshold: int = 0,
         predicate: str | None = None,
         allow_copy_on_write: bool = False,
+        dv_file_target_size: int = 2097152,
     ) -> dict[str, Any]: ...
     def delete(
         self,
         predicate: str | None = None,
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
+        dv_file_target_size: int = 2097152,
     ) -> dict[str, Any]: ...
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0
@@ -181,5 +183,6 @@ def prepare_delete(
     storage_options: dict[str, str],
     items: list[tuple[str, Any]],
     inline_threshold: int = 0,
+    dv_file_target_size: int = 2097152,
 ) -> list[str]: ...
 def scan_task_schema(task: str) -> ArrowSchema: ...

@@ -129,7 +129,11 @@ class DeltaTable:
         return read(self._spark, self._uri, storage_options=self._options)
 
     def delete(
-        self, condition: str | Column | None = None, *, inline_threshold: int = 0
+        self,
+        condition: str | Column | None = None,
+        *,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = 2 * 1024 * 1024,
     ) -> dict[str, Any]:
         """DELETE the rows matching ``condition`` (any Spark SQL condition or Column;
         None: every row) with deletion vectors; returns the operation metrics.
@@ -149,7 +153,9 @@ class DeltaTable:
         table.update_incremental()
         text = condition if isinstance(condition, str) else None
         if condition is None or (text is not None and _is_partition_only(table, text)):
-            return table.delete(text, inline_threshold=inline_threshold)
+            return table.delete(
+                text, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
+            )
         tasks = None
         if text is not None:
             try:
@@ -189,7 +195,7 @@ class DeltaTable:
             if not by_file:
                 return
             items = [(wanted[p], rows) for p, rows in by_file.items()]
-            prepared = prepare_delete(uri, options, items, inline_threshold)
+            prepared = prepare_delete(uri, options, items, inline_threshold, dv_file_target_size)
             yield pa.record_batch([pa.array(prepared, pa.string())], names=["prepared"])
 
         prepared = (

@@ -10,6 +10,9 @@ import pyarrow.compute as pc
 
 from deltadv._core import DeletionVector, RawDeltaTable, read_scan_task, scan_task_schema
 
+#: DV files are cut at about this size (bytes), as in the reference implementation.
+DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
+
 
 class ScanTask:
     """One data file to read, as plain JSON text: picklable, so it can be shipped
@@ -145,6 +148,7 @@ class DeltaTable:
         *,
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
     ) -> dict[str, Any]:
         """Delete the rows matching ``predicate`` with deletion vectors (merge-on-read).
 
@@ -153,7 +157,8 @@ class DeltaTable:
         by partition values or stats are not read; files matched entirely by a
         partition predicate are removed unread. DVs of files already carrying one
         are extended (old | new). DVs whose serialized size is at most
-        ``inline_threshold`` bytes are stored inline in the log (0: never).
+        ``inline_threshold`` bytes are stored inline in the log (0: never); DV files
+        are cut at about ``dv_file_target_size`` bytes.
         Returns the operation metrics (also written to the commit's commitInfo)
         and moves this object to the new version.
 
@@ -162,7 +167,9 @@ class DeltaTable:
         then the touched files are rewritten without the deleted rows.
         """
         if predicate is None or isinstance(predicate, str):
-            return self._raw.delete(predicate, inline_threshold, allow_copy_on_write)
+            return self._raw.delete(
+                predicate, inline_threshold, allow_copy_on_write, dv_file_target_size
+            )
         if not isinstance(predicate, pc.Expression):
             raise TypeError(
                 f"predicate must be a str or pyarrow.compute.Expression, not {predicate!r}"
@@ -174,7 +181,9 @@ class DeltaTable:
                 hit["_file_path"].to_pylist(), hit["_row_index"].to_pylist(), strict=True
             ):
                 rows.setdefault(path, []).append(index)
-        return self._raw.delete_rows(rows, inline_threshold, str(predicate), allow_copy_on_write)
+        return self._raw.delete_rows(
+            rows, inline_threshold, str(predicate), allow_copy_on_write, dv_file_target_size
+        )
 
     def delete_rows(
         self,
@@ -182,12 +191,15 @@ class DeltaTable:
         *,
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
     ) -> dict[str, Any]:
         """Delete rows by physical row index: ``{data file path: row indexes}``
         (a list, range, numpy array or DeletionVector each), for callers that already
         know which rows go (e.g. erasure requests resolved by key lookups). Paths are
         as in :meth:`files`. Returns the operation metrics; see :meth:`delete`."""
-        return self._raw.delete_rows(dict(rows), inline_threshold, None, allow_copy_on_write)
+        return self._raw.delete_rows(
+            dict(rows), inline_threshold, None, allow_copy_on_write, dv_file_target_size
+        )
 
     def count(self) -> int:
         """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""

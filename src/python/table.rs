@@ -285,7 +285,7 @@ impl RawDeltaTable {
 
     /// Delete rows by physical row index (`{path: rows}`); returns the
     /// operation metrics and reloads the table at the new version.
-    #[pyo3(signature = (rows, inline_threshold=0, predicate=None, allow_copy_on_write=false))]
+    #[pyo3(signature = (rows, inline_threshold=0, predicate=None, allow_copy_on_write=false, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]
     fn delete_rows<'py>(
         &mut self,
         py: Python<'py>,
@@ -293,6 +293,7 @@ impl RawDeltaTable {
         inline_threshold: usize,
         predicate: Option<String>,
         allow_copy_on_write: bool,
+        dv_file_target_size: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut map = HashMap::new();
         for (k, v) in rows.iter() {
@@ -309,6 +310,7 @@ impl RawDeltaTable {
             inline_threshold,
             predicate,
             allow_copy_on_write,
+            dv_file_target_size,
             ..Default::default()
         };
         let snapshot = self.snapshot.clone();
@@ -320,17 +322,19 @@ impl RawDeltaTable {
     }
 
     /// DELETE WHERE `predicate` (deltadv's predicate subset; None: all rows).
-    #[pyo3(signature = (predicate=None, inline_threshold=0, allow_copy_on_write=false))]
+    #[pyo3(signature = (predicate=None, inline_threshold=0, allow_copy_on_write=false, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]
     fn delete<'py>(
         &mut self,
         py: Python<'py>,
         predicate: Option<String>,
         inline_threshold: usize,
         allow_copy_on_write: bool,
+        dv_file_target_size: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = crate::write::delete::DeleteOptions {
             inline_threshold,
             allow_copy_on_write,
+            dv_file_target_size,
             ..Default::default()
         };
         let snapshot = self.snapshot.clone();
@@ -500,13 +504,14 @@ pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {
 /// delete); writes one DV file for them and returns one JSON per changed file
 /// for `RawDeltaTable.commit_prepared` on the driver.
 #[pyfunction]
-#[pyo3(signature = (table_uri, storage_options, items, inline_threshold=0))]
+#[pyo3(signature = (table_uri, storage_options, items, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]
 pub fn prepare_delete(
     py: Python<'_>,
     table_uri: &str,
     storage_options: HashMap<String, String>,
     items: Vec<(String, Bound<'_, PyAny>)>,
     inline_threshold: usize,
+    dv_file_target_size: usize,
 ) -> PyResult<Vec<String>> {
     let mut parsed = Vec::with_capacity(items.len());
     for (add, rows) in &items {
@@ -516,6 +521,7 @@ pub fn prepare_delete(
     }
     let options = crate::write::delete::DeleteOptions {
         inline_threshold,
+        dv_file_target_size,
         ..Default::default()
     };
     py.detach(|| -> crate::Result<Vec<String>> {

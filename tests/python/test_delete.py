@@ -246,3 +246,13 @@ def test_copy_on_write_fallback_on_a_table_without_dvs(tmp_path: Path) -> None:
         v == f"v{i}"
         for i, v in zip(other["id"].to_pylist(), other["value"].to_pylist(), strict=True)
     )
+
+
+def test_dv_files_are_cut_at_the_target_size(table: Path) -> None:
+    t = DeltaTable(str(table))
+    m = t.delete("id IN (1, 2, 1001, 1002)", dv_file_target_size=1)
+    assert m["num_deletion_vectors_added"] == 2 and m["num_dv_files_written"] == 2
+    assert len(list(table.glob("deletion_vector_*.bin"))) == 2
+    m = t.delete("id IN (3, 1003)")  # default target: both DVs share one file
+    assert m["num_dv_files_written"] == 1
+    assert _ids(t) == [i for i in range(2 * ROWS) if i not in (1, 2, 3, 1001, 1002, 1003)]
