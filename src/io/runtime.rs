@@ -60,3 +60,16 @@ where
         source: std::io::Error::other(e),
     })
 }
+
+/// Run a future as its own task on the runtime's workers (so several run in
+/// parallel, not just concurrently on the caller's thread).
+pub async fn spawn<F>(future: F) -> Result<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(future).await.map_err(|e| Error::Io {
+        path: "<task>".to_string(),
+        source: std::io::Error::other(e),
+    })
+}

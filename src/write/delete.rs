@@ -748,7 +748,14 @@ pub async fn delete_where(
                     let n = num_records(store, &f.add, f.num_records).await?;
                     rows.insert_range(0..n);
                 } else {
-                    for batch in scan::read_file(store, spec, &file).await? {
+                    // Decoded on a runtime worker: several files in parallel.
+                    let (task_store, task_spec, task_file) =
+                        (store.clone(), spec.clone(), file.clone());
+                    let batches = crate::io::runtime::spawn(async move {
+                        scan::read_file(&task_store, &task_spec, &task_file).await
+                    })
+                    .await??;
+                    for batch in batches {
                         let col = batch
                             .column_by_name(scan::ROW_INDEX_COLUMN)
                             .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
