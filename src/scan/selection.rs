@@ -83,6 +83,8 @@ pub fn plan(
             }
         }
     };
+    // One pass over the deleted rows for the whole file (row groups ascending).
+    let mut deleted_rows = deleted.map(|d| d.iter().peekable());
     for rg in chosen {
         let (Some(&start), Some(&rows)) = (starts.get(rg), row_group_rows.get(rg)) else {
             return Err(Error::InvalidArgument(format!(
@@ -92,14 +94,10 @@ pub fn plan(
         };
         let end = start + rows;
         let mut cursor = start;
-        if let Some(deleted) = deleted {
-            // Deleted rows inside [start, end), ascending.
-            let below = if start == 0 {
-                0
-            } else {
-                deleted.rank(start - 1)
-            };
-            for row in deleted.iter().skip(below as usize).take_while(|r| *r < end) {
+        if let Some(it) = deleted_rows.as_mut() {
+            // Deleted rows of row groups not read.
+            while it.next_if(|r| *r < start).is_some() {}
+            while let Some(row) = it.next_if(|r| *r < end) {
                 push(true, cursor, row - cursor, &mut kept);
                 push(false, row, 1, &mut kept);
                 cursor = row + 1;

@@ -1,0 +1,376 @@
+"""Full scans to Arrow: a table with deletion vectors vs the same rows compacted.
+
+Builds (or reuses, under ``--dir``) Delta tables of ``--files`` parquet files of
+``--rows-per-file`` rows each (default 10 x 1,000,000 = 10M rows), written by
+pyarrow with ``--row-group-rows`` rows per row group (default 131,072, so 8 row
+groups per file; snappy, dictionary encoding on). Five columns: ``id`` long
+(consecutive), ``k`` int (random 0..999), ``x`` double (uniform), ``y`` double
+(normal), ``s`` string (``'name-<0..9999>'``, random).
+
+* ``full``:        the files, no DVs (every row live; a reference, not a goal);
+* ``dv<P>``:       the SAME data files (hard links) plus one DV file written by
+  ``deltadv.write_deletion_vectors``: P% of each file's rows deleted, uniform
+  random row indexes (fixed seed), ``deletionVector`` descriptors in the add
+  actions, ``numRecords`` in the stats;
+* ``compact<P>``:  the rows that survive in ``dv<P>``, rewritten without DVs into
+  the same number of files (same row-group size).
+
+P is 1, 10 and 50 by default (``--levels``). Before timing, each table's row
+count and ``sum(id)`` are checked against what the builder kept (any mismatch
+exits 1). Timed, best of ``--repeat`` rounds after ``--warmup``, rounds
+alternating which of the pair goes first:
+
+* ``deltadv.DeltaTable(path).to_pyarrow()``: open (log replay) + full
+  materialisation of every column into one pyarrow Table;
+* for reference, ``pyarrow.parquet.read_table(files)`` of the compacted and full
+  tables (pyarrow's own multi-threaded reader; DVs would be ignored).
+
+Each figure is wall-clock time, with the process's CPU time (all threads,
+``time.process_time``) next to it: on a shared 2-core machine CPU time is the
+steadier of the two. GETs per scan are ``DeltaTable.request_counts()["gets"]``
+after the scan minus before it (the open's 1 LIST + 2 GETs are not included).
+
+Goal: deltadv DV / compacted <= 1.05 at 1%, < 1.0 at 10% and 50%.
+
+Run:  .venv/bin/python benches/bench_scan.py [--dir /tmp/deltadv-bench-scan] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import deltadv
+
+SEED = 20_251_122
+PARAMS_FILE = "_bench_scan.json"  # at --dir's root, next to the tables
+GOALS = {1: 1.05, 10: 1.0, 50: 1.0}  # ratio DV / compacted; 1% "<=", the others "<"
+COMMAND = "cd /work/main && .venv/bin/python benches/bench_scan.py"
+
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "k", "type": "integer", "nullable": True, "metadata": {}},
+        {"name": "x", "type": "double", "nullable": True, "metadata": {}},
+        {"name": "y", "type": "double", "nullable": True, "metadata": {}},
+        {"name": "s", "type": "string", "nullable": True, "metadata": {}},
+    ],
+}
+ARROW_SCHEMA = pa.schema(
+    [("id", pa.int64()), ("k", pa.int32()), ("x", pa.float64()), ("y", pa.float64()),
+     ("s", pa.string())]
+)  # fmt: skip
+PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors"],
+    "writerFeatures": ["deletionVectors"],
+}
+
+
+# --------------------------------------------------------------------------- building
+
+
+def make_file(rng: np.random.Generator, first_id: int, n: int) -> pa.Table:
+    """One data file's rows, vectorised."""
+    s = pc.binary_join_element_wise(
+        "name-", pc.cast(pa.array(rng.integers(0, 10_000, n)), pa.string()), ""
+    )
+    return pa.table(
+        {
+            "id": pa.array(np.arange(first_id, first_id + n, dtype=np.int64)),
+            "k": pa.array(rng.integers(0, 1_000, n, dtype=np.int32)),
+            "x": pa.array(rng.random(n)),
+            "y": pa.array(rng.standard_normal(n)),
+            "s": s,
+        },
+        schema=ARROW_SCHEMA,
+    )
+
+
+def write_commit(root: Path, adds: list[dict[str, Any]]) -> None:
+    """Version 0: protocol, metaData and the adds."""
+    now = int(time.time() * 1000)
+    metadata = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(SCHEMA),
+        "partitionColumns": [],
+        "configuration": {"delta.enableDeletionVectors": "true"},
+        "createdTime": now,
+    }
+    actions: list[dict[str, Any]] = [
+        {"commitInfo": {"timestamp": now, "operation": "WRITE", "engineInfo": "bench_scan"}},
+        {"protocol": PROTOCOL},
+        {"metaData": metadata},
+        *({"add": {**a, "modificationTime": now}} for a in adds),
+    ]
+    (root / "_delta_log").mkdir(parents=True)
+    with open(root / "_delta_log" / f"{0:020}.json", "w") as out:
+        for a in actions:
+            out.write(json.dumps(a, separators=(",", ":")) + "\n")
+
+
+def add_action(
+    root: Path, name: str, rows: int, dv: deltadv.DeletionVectorDescriptor | None
+) -> dict[str, Any]:
+    stats = {"numRecords": rows, "tightBounds": dv is None}
+    add: dict[str, Any] = {
+        "path": name,
+        "partitionValues": {},
+        "size": (root / name).stat().st_size,
+        "dataChange": True,
+        "stats": json.dumps(stats, separators=(",", ":")),
+    }
+    if dv is not None:
+        add["deletionVector"] = dv.to_json()
+    return add
+
+
+def build(base: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """Write every table under ``base``; returns what each must contain."""
+    t0 = time.perf_counter()
+    files, n, rg = params["files"], params["rows_per_file"], params["row_group_rows"]
+    rng = np.random.default_rng(SEED)
+    full = base / "full"
+    full.mkdir(parents=True)
+    names = [
+        f"part-{i:05d}-{uuid.UUID(int=int(rng.integers(2**63)))}.c000.parquet" for i in range(files)
+    ]
+    expected: dict[str, dict[str, int]] = {}
+
+    data: list[pa.Table] = []
+    for i, name in enumerate(names):
+        t = make_file(rng, i * n, n)
+        pq.write_table(t, full / name, row_group_size=rg)
+        data.append(t)
+    write_commit(full, [add_action(full, name, n, None) for name in names])
+    expected["full"] = {"rows": files * n, "id_sum": files * n * (files * n - 1) // 2}
+    print(f"  full: {files} files written ({time.perf_counter() - t0:.1f} s)")
+
+    for level in params["levels"]:
+        dv_root, compact_root = base / f"dv{level:02d}", base / f"compact{level:02d}"
+        dv_root.mkdir()
+        compact_root.mkdir()
+        deleted = [
+            np.sort(rng.choice(n, size=round(n * level / 100), replace=False)) for _ in names
+        ]
+        for name in names:  # same bytes, no copy
+            os.link(full / name, dv_root / name)
+        dvs = deltadv.write_deletion_vectors(
+            str(dv_root), [deltadv.DeletionVector(d) for d in deleted]
+        )
+        write_commit(
+            dv_root,
+            [add_action(dv_root, name, n, dv) for name, dv in zip(names, dvs, strict=True)],
+        )
+
+        rows = id_sum = 0
+        compact_adds = []
+        for name, t, d in zip(names, data, deleted, strict=True):
+            keep = np.ones(n, dtype=bool)
+            keep[d] = False
+            kept = t.filter(pa.array(keep))
+            pq.write_table(kept, compact_root / name, row_group_size=rg)
+            compact_adds.append(add_action(compact_root, name, kept.num_rows, None))
+            rows += kept.num_rows
+            id_sum += pc.sum(kept["id"]).as_py()
+        write_commit(compact_root, compact_adds)
+        expected[f"dv{level:02d}"] = expected[f"compact{level:02d}"] = {
+            "rows": rows,
+            "id_sum": id_sum,
+        }
+        print(f"  {level}%: dv + compact written ({time.perf_counter() - t0:.1f} s)")
+
+    built = {"params": params, "expected": expected, "seconds": time.perf_counter() - t0}
+    (base / PARAMS_FILE).write_text(json.dumps(built, indent=1))
+    return built
+
+
+def get_tables(base: Path, params: dict[str, Any]) -> dict[str, Any]:
+    if (base / PARAMS_FILE).exists():
+        built = json.loads((base / PARAMS_FILE).read_text())
+        if built["params"] != params:
+            sys.exit(
+                f"FAIL: {base} holds tables built with {built['params']}, not {params}; "
+                "use another --dir"
+            )
+        print(f"reusing the tables in {base} (built in {built['seconds']:.0f} s)")
+        return built
+    if base.exists() and any(base.iterdir()):
+        sys.exit(f"FAIL: {base} exists and was not built by this script")
+    print(f"building the tables in {base} ...")
+    return build(base, params)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class Run:
+    """One timed scan: wall seconds (open + scan, and the open alone), CPU seconds
+    of the whole process (every thread) for both, GETs of the scan, rows."""
+
+    __slots__ = ("cpu_s", "gets", "open_s", "rows", "scan_s", "total_s")
+
+    def __init__(self, open_s: float, scan_s: float, cpu_s: float, gets: int, rows: int) -> None:
+        self.open_s, self.scan_s, self.cpu_s = open_s, scan_s, cpu_s
+        self.gets, self.rows = gets, rows
+        self.total_s = open_s + scan_s
+
+
+def scan_deltadv(root: Path, check: dict[str, int] | None = None) -> Run:
+    c0, t0 = time.process_time(), time.perf_counter()
+    dt = deltadv.DeltaTable(str(root))
+    t1 = time.perf_counter()
+    before = dt.request_counts()
+    table = dt.to_pyarrow()
+    t2, c2 = time.perf_counter(), time.process_time()
+    after = dt.request_counts()
+    if check is not None:
+        got = {"rows": table.num_rows, "id_sum": pc.sum(table["id"]).as_py()}
+        if got != check:
+            sys.exit(f"FAIL: {root.name}: deltadv read {got}, expected {check}")
+        if table.schema.names != ARROW_SCHEMA.names:
+            sys.exit(f"FAIL: {root.name}: columns {table.schema.names}")
+    return Run(t1 - t0, t2 - t1, c2 - c0, after["gets"] - before["gets"], table.num_rows)
+
+
+def scan_pyarrow(root: Path) -> Run:
+    files = sorted(str(p) for p in root.glob("*.parquet"))
+    c0, t0 = time.process_time(), time.perf_counter()
+    table = pq.read_table(files)
+    t1, c1 = time.perf_counter(), time.process_time()
+    return Run(0.0, t1 - t0, c1 - c0, 0, table.num_rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default="/tmp/deltadv-bench-scan", help="tables (built if missing)")
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--rows-per-file", type=int, default=1_000_000)
+    ap.add_argument("--row-group-rows", type=int, default=131_072)
+    ap.add_argument("--levels", default="1,10,50", help="percentages of rows deleted")
+    ap.add_argument("--repeat", type=int, default=5, help="timed rounds (best is reported)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
+    ap.add_argument("--no-pyarrow", action="store_true", help="skip the pyarrow reference")
+    args = ap.parse_args()
+
+    params = {
+        "files": args.files,
+        "rows_per_file": args.rows_per_file,
+        "row_group_rows": args.row_group_rows,
+        "levels": [int(v) for v in args.levels.split(",")],
+        "seed": SEED,
+    }
+    print(f"command: {COMMAND} {' '.join(sys.argv[1:])}".rstrip())
+    print(
+        f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
+        f"pyarrow {pa.__version__}, {platform.machine()}, {os.cpu_count()} cpus"
+    )
+    base = Path(args.dir).resolve()
+    built = get_tables(base, params)
+    expected = built["expected"]
+    files, n = params["files"], params["rows_per_file"]
+    print(
+        f"  {files} files x {n:,} rows ({files * n:,}), row groups of "
+        f"{params['row_group_rows']:,} rows; columns id long, k int, x double, y double, "
+        "s string"
+    )
+    for name in ["full"] + [f"{p}{lv:02d}" for lv in params["levels"] for p in ("dv", "compact")]:
+        size = sum(p.stat().st_size for p in (base / name).glob("*.parquet"))
+        dv = sum(p.stat().st_size for p in (base / name).glob("deletion_vector_*"))
+        extra = f", DV file {dv / 1e6:.2f} MB" if dv else ""
+        rows = expected[name]["rows"]
+        print(f"  {name:<10} {rows:>11,} live rows, parquet {size / 1e6:.0f} MB{extra}")
+
+    print("\nchecking row counts and sum(id) (deltadv.DeltaTable(path).to_pyarrow())")
+    for name, want in expected.items():
+        r = scan_deltadv(base / name, want)
+        print(f"  {name:<10} ok: {r.rows:,} rows, {r.gets} GETs for the scan")
+
+    # Pairs timed together; rounds alternate who goes first.
+    pairs: list[tuple[str, str]] = [(f"dv{lv:02d}", f"compact{lv:02d}") for lv in params["levels"]]
+    deltadv_runs: dict[str, list[Run]] = {name: [] for pair in pairs for name in pair}
+    deltadv_runs["full"] = []
+    pyarrow_runs: dict[str, list[Run]] = {"full": []}
+    pyarrow_runs.update({b: [] for _, b in pairs})
+    for i in range(args.warmup + args.repeat):
+        groups: list[tuple[str, ...]] = [*pairs, ("full",)]
+        for group in groups:
+            for name in group if i % 2 == 0 else group[::-1]:
+                r = scan_deltadv(base / name)
+                if i >= args.warmup:
+                    deltadv_runs[name].append(r)
+        if not args.no_pyarrow:
+            for name in pyarrow_runs:
+                r = scan_pyarrow(base / name)
+                if i >= args.warmup:
+                    pyarrow_runs[name].append(r)
+
+    def best(runs: list[Run]) -> Run:
+        return min(runs, key=lambda r: r.total_s)
+
+    def best_cpu(runs: list[Run]) -> float:
+        return min(r.cpu_s for r in runs)
+
+    ms = 1e3
+    print(f"\ntiming: best of {args.repeat} (after {args.warmup} warm-up), ms")
+    print(
+        f"  {'table':<10} {'rows':>11} {'deltadv':>9} {'(open':>7} {'+ scan)':>8} "
+        f"{'cpu':>7} {'GETs':>5} {'pyarrow':>9} {'cpu':>7}"
+    )
+    for name, runs in deltadv_runs.items():
+        b = best(runs)
+        theirs = pyarrow_runs.get(name)
+        pa_ms = f"{best(theirs).total_s * ms:9.0f} {best_cpu(theirs) * ms:7.0f}" if theirs else ""
+        print(
+            f"  {name:<10} {b.rows:>11,} {b.total_s * ms:>9.0f} {b.open_s * ms:>7.1f} "
+            f"{b.scan_s * ms:>8.0f} {best_cpu(runs) * ms:>7.0f} {b.gets:>5} {pa_ms}"
+        )
+    print(
+        "\nratio deltadv DV / compacted (best vs best; wall clock, and process CPU time,"
+        "\nwhich other work on the machine disturbs less), goal"
+    )
+    for dv_name, compact_name in pairs:
+        level = int(dv_name[2:])
+        ratio = best(deltadv_runs[dv_name]).total_s / best(deltadv_runs[compact_name]).total_s
+        cpu = best_cpu(deltadv_runs[dv_name]) / best_cpu(deltadv_runs[compact_name])
+        goal = GOALS.get(level)
+        if goal is None:
+            verdict = "no goal"
+        else:
+            met = ratio <= goal if level == 1 else ratio < goal
+            verdict = f"{'<=' if level == 1 else '<'} {goal}: {'met' if met else 'NOT met'}"
+        print(f"  {level:>3}% deleted   wall {ratio:5.2f}   cpu {cpu:5.2f}   ({verdict})")
+    full = best(deltadv_runs["full"]).total_s
+    print(
+        "\nfor reference, against reading every row of the same files without DVs (full);"
+        "\nfull / compacted is the DV / compacted ratio if applying the DV cost nothing:"
+    )
+    for dv_name, compact_name in pairs:
+        dv_s = best(deltadv_runs[dv_name]).total_s
+        compact_s = best(deltadv_runs[compact_name]).total_s
+        print(
+            f"  {int(dv_name[2:]):>3}%: dv / full {dv_s / full:.2f}, compact / full "
+            f"{compact_s / full:.2f}, full / compacted {full / compact_s:.2f}"
+        )
+    all_ms = {k: [round(r.total_s * ms) for r in v] for k, v in deltadv_runs.items()}
+    print(f"\nall deltadv totals (ms): {all_ms}")
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

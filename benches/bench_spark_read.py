@@ -1,0 +1,247 @@
+"""Spark reads of a table with deletion vectors: deltadv vs Delta Spark vs plain parquet.
+
+Builds (or reuses, under ``--dir``) one Delta table written by Delta Spark in a
+local[2] session: ``--rows`` rows (default 10,000,000) in ``--files`` data files
+(default 10; ``spark.range(0, rows, 1, files)``, so one file per partition, each
+one parquet row group at Spark's default 128 MB block size), five columns ``id``
+long, ``k`` int (``pmod(hash(id, 1), 1000)``), ``x`` double (``rand(1)``),
+``y`` double (``randn(2)``), ``s`` string (``'name-' || pmod(hash(id, 2), 10000)``),
+with ``delta.enableDeletionVectors=true``; then
+``DELETE FROM delta.`<path>` WHERE pmod(hash(id, 3), 100) < <--delete-percent>``
+(default 10%: pseudo-random rows spread over every file), which Delta Spark
+records as one deletion vector per data file.
+
+Each reader's rows are counted once (checked against the builder's count) and
+read once through each sink below (the warm-up: JIT, Python workers), then
+timed, best of ``--repeat`` rounds (rounds rotate which reader goes first), as
+fully materialised reads:
+
+* ``toRdd``: ``df._jdf.queryExecution().toRdd().count()``, every row of the
+  executed plan (all columns projected into UnsafeRows) iterated in the JVM.
+  This is the figure the ratios use, because
+* ``noop``: ``df.write.format("noop").mode("overwrite").save()`` FAILS for
+  Delta Spark 4.4 on a table with DVs ("Cannot work with a non-pinned table
+  snapshot of the TahoeFileIndex", from PreprocessTableWithDVs, for any V2
+  write of a DV-table read: delta-io/delta#4794); it is timed for the two
+  other readers, as a cross-check that both sinks measure the same work.
+
+Readers:
+
+* deltadv:        ``deltadv.spark.read(spark, path)`` (tasks planned on the driver,
+  files read by the Rust core in Python workers through ``mapInArrow``); the
+  planning (``read()`` itself) is timed too, and counted in the total;
+* Delta Spark:    ``spark.read.format("delta").load(path)``;
+* native parquet: ``spark.read.parquet(*files)`` over the same live data files.
+  It IGNORES the deletion vectors (returns the deleted rows too): a floor for
+  what reading these files costs in Spark, not a correct reader.
+
+Goal: deltadv / Delta Spark <= 1.2. The session is the tests' (local[2], Delta
+Spark jars from .cache/jars, ``spark.databricks.delta.snapshotPartitions=2``).
+
+Run:  .venv/bin/python benches/bench_spark_read.py [--dir /tmp/deltadv-bench-spark-read]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import _spark  # benches/_spark.py (the script's folder is on sys.path)
+
+ROOT = Path(__file__).resolve().parents[1]
+PARAMS_FILE = "_bench_spark_read.json"  # next to the table, in --dir
+GOAL = 1.2
+COMMAND = "cd /work/main && .venv/bin/python benches/bench_spark_read.py"
+
+
+def make_session() -> Any:
+    return _spark.make_session("deltadv-bench-spark-read")
+
+
+def build(spark: Any, table: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """Write the table with Delta Spark, then DELETE; returns what it must contain."""
+    rows, files, percent = params["rows"], params["files"], params["delete_percent"]
+    t0 = time.perf_counter()
+    (
+        spark.range(0, rows, 1, files)
+        .selectExpr(
+            "id",
+            "cast(pmod(hash(id, 1), 1000) AS int) AS k",
+            "rand(1) AS x",
+            "randn(2) AS y",
+            "concat('name-', cast(pmod(hash(id, 2), 10000) AS string)) AS s",
+        )
+        .write.format("delta")
+        .option("delta.enableDeletionVectors", "true")
+        .save(str(table))
+    )
+    t_write = time.perf_counter() - t0
+    where = f"pmod(hash(id, 3), 100) < {percent}"
+    t1 = time.perf_counter()
+    spark.sql(f"DELETE FROM delta.`{table}` WHERE {where}")
+    t_delete = time.perf_counter() - t1
+    live = spark.range(0, rows, 1, files).where(f"NOT ({where})").count()
+    built = {
+        "params": params,
+        "delete": where,
+        "live_rows": live,
+        "seconds": {"write": round(t_write, 1), "delete": round(t_delete, 1)},
+    }
+    (table.parent / PARAMS_FILE).write_text(json.dumps(built, indent=1))
+    return built
+
+
+def get_table(spark: Any, base: Path, params: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    table = base / "table"
+    if (base / PARAMS_FILE).exists():
+        built = json.loads((base / PARAMS_FILE).read_text())
+        if built["params"] != params:
+            sys.exit(
+                f"FAIL: {base} holds a table built with {built['params']}, not {params}; "
+                "use another --dir"
+            )
+        print(f"reusing the table in {table} (built in {built['seconds']} s)")
+        return table, built
+    if base.exists() and any(base.iterdir()):
+        sys.exit(f"FAIL: {base} exists and was not built by this script")
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"building the table in {table} with Delta Spark ...")
+    return table, build(spark, table, params)
+
+
+def noop(df: Any) -> None:
+    """``df.write.format("noop")``: every row of every column produced, then dropped."""
+    df.write.format("noop").mode("overwrite").save()
+
+
+def to_rdd(df: Any) -> int:
+    """Every row of the executed plan, iterated in the JVM (no sink): the work of
+    ``noop``, but without the V2 write that Delta Spark refuses on DV tables."""
+    return int(df._jdf.queryExecution().toRdd().count())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default="/tmp/deltadv-bench-spark-read", help="built if missing")
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--delete-percent", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=5, help="timed rounds (best is reported)")
+    args = ap.parse_args()
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyspark
+
+    import deltadv
+    from deltadv import spark as dspark
+
+    print(f"command: {COMMAND} {' '.join(sys.argv[1:])}".rstrip())
+    spark = make_session()
+    print(
+        f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
+        f"pyspark {pyspark.__version__}, Delta Spark jars "
+        f"{', '.join(p.name for p in sorted((ROOT / '.cache' / 'jars').glob('*.jar')))}, "
+        f"pyarrow {pa.__version__}, {platform.machine()}, {os.cpu_count()} cpus, "
+        f"{spark.sparkContext.master}"
+    )
+    params = {
+        "rows": args.rows,
+        "files": args.files,
+        "delete_percent": args.delete_percent,
+    }
+    table, built = get_table(spark, Path(args.dir).resolve(), params)
+    path = str(table)
+
+    dt = deltadv.DeltaTable(path)
+    files = dt.files()
+    paths = [str(table / p) for p in files["path"].to_pylist()]
+    with_dv = files.num_rows - files["dv_cardinality"].null_count
+    deleted = pc.sum(files["dv_cardinality"]).as_py() or 0
+    size = pc.sum(files["size"]).as_py()
+    print(
+        f"  {path}: version {dt.version()}, {files.num_rows} live files ({size / 1e6:.0f} MB), "
+        f"{with_dv} with a DV, numRecords {pc.sum(files['num_records']).as_py():,}, "
+        f"DV cardinality {deleted:,}, live rows {built['live_rows']:,}"
+    )
+    print(f"  built in {built['seconds']} s; DELETE WHERE {built['delete']}")
+    if with_dv == 0:
+        sys.exit("FAIL: the DELETE wrote no deletion vectors")
+
+    readers: dict[str, Callable[[], Any]] = {
+        "deltadv": lambda: dspark.read(spark, path),
+        "Delta Spark": lambda: spark.read.format("delta").load(path),
+        "native parquet": lambda: spark.read.parquet(*paths),
+    }
+    want = {
+        "deltadv": built["live_rows"],
+        "Delta Spark": built["live_rows"],
+        "native parquet": built["params"]["rows"],
+    }
+
+    print("\nwarm-up: count(), then one toRdd and one noop pass of each reader")
+    noop_error: dict[str, str] = {}
+    for name, make_df in readers.items():
+        t0 = time.perf_counter()
+        n = make_df().count()
+        note = "" if name != "native parquet" else "   (DVs ignored: every physical row)"
+        print(f"  {name:<15} {n:>12,} rows in {time.perf_counter() - t0:.1f} s{note}")
+        if n != want[name]:
+            sys.exit(f"FAIL: {name} counted {n:,} rows, expected {want[name]:,}")
+        to_rdd(make_df())
+        try:
+            noop(make_df())
+        except Exception as e:  # Delta Spark 4.4 on a DV table: see the docstring
+            noop_error[name] = str(e).splitlines()[0][:120]
+            print(f"  {name:<15} noop write FAILS: {noop_error[name]}")
+
+    # name -> sink -> [(total, plan)]; rounds rotate which reader goes first.
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = {
+        name: {"toRdd": [], "noop": []} for name in readers
+    }
+    names = list(readers)
+    for i in range(args.repeat):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            sinks: list[tuple[str, Callable[[Any], Any]]] = [("toRdd", to_rdd)]
+            if name not in noop_error:
+                sinks.append(("noop", noop))
+            for sink, run in sinks:
+                t0 = time.perf_counter()
+                df = readers[name]()
+                t1 = time.perf_counter()
+                run(df)
+                runs[name][sink].append((time.perf_counter() - t0, t1 - t0))
+
+    print(f"\ntiming: fully materialised reads, best of {args.repeat}, seconds (plan included)")
+    print(f"  {'reader':<15} {'toRdd':>7} {'(plan)':>7} {'noop':>7}   all toRdd / all noop")
+    best: dict[str, dict[str, float]] = {}
+    for name, by_sink in runs.items():
+        best[name] = {sink: min(r)[0] for sink, r in by_sink.items() if r}
+        plan = min(by_sink["toRdd"])[1]
+        noop_s = f"{best[name]['noop']:7.2f}" if "noop" in best[name] else f"{'fails':>7}"
+        all_s = " / ".join(", ".join(f"{t:.2f}" for t, _ in r) for r in by_sink.values() if r)
+        print(f"  {name:<15} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s}   {all_s}")
+    ours = best["deltadv"]["toRdd"]
+    ratio = ours / best["Delta Spark"]["toRdd"]
+    print(
+        f"\n  deltadv / Delta Spark     = {ratio:.2f} (toRdd)   "
+        f"(goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'})"
+    )
+    native = ours / best["native parquet"]["toRdd"]
+    line = f"  deltadv / native parquet  = {native:.2f} (toRdd)"
+    if "noop" in best["deltadv"] and "noop" in best["native parquet"]:
+        line += f", {best['deltadv']['noop'] / best['native parquet']['noop']:.2f} (noop)"
+    print(line + "   (native parquet ignores the DVs)")
+    print(f"  load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
