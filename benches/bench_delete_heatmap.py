@@ -97,12 +97,13 @@ class Workload:
         }
 
 
-def run_deltadv_predicate(w: Workload, path: Path, cell: Cell) -> Run:
+def _timed_delete(path: Path, delete: Any) -> Run:
+    """Open the table and run ``delete(table)``: times, rows deleted, requests."""
     t0 = time.perf_counter()
     dt = deltadv.DeltaTable(str(path))
     t1 = time.perf_counter()
     before = dt.request_counts()
-    m = dt.delete(w.predicate(cell))
+    m = delete(dt)
     t2 = time.perf_counter()
     after = dt.request_counts()
     return {
@@ -112,24 +113,15 @@ def run_deltadv_predicate(w: Workload, path: Path, cell: Cell) -> Run:
         "puts": after["puts"] - before["puts"],
         "gets": after["gets"] - before["gets"],
     }
+
+
+def run_deltadv_predicate(w: Workload, path: Path, cell: Cell) -> Run:
+    return _timed_delete(path, lambda dt: dt.delete(w.predicate(cell)))
 
 
 def run_deltadv_rows(w: Workload, path: Path, cell: Cell) -> Run:
     rows = w.rows(cell)  # computed before the clock starts
-    t0 = time.perf_counter()
-    dt = deltadv.DeltaTable(str(path))
-    t1 = time.perf_counter()
-    before = dt.request_counts()
-    m = dt.delete_rows(rows)
-    t2 = time.perf_counter()
-    after = dt.request_counts()
-    return {
-        "total": t2 - t0,
-        "open": t1 - t0,
-        "deleted": m["num_deleted_rows"],
-        "puts": after["puts"] - before["puts"],
-        "gets": after["gets"] - before["gets"],
-    }
+    return _timed_delete(path, lambda dt: dt.delete_rows(rows))
 
 
 def run_deltalake(w: Workload, path: Path, cell: Cell) -> Run:

@@ -192,14 +192,7 @@ pub async fn split(
 
 /// Number of rows of a data file, from its parquet footer.
 pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result<u64> {
-    let file = ScanFile {
-        path: path.to_string(),
-        size,
-        partition_values: HashMap::new(),
-        deletion_vector: None,
-        row_groups: None,
-    };
-    let meta = load_metadata(store, &file).await?;
+    let meta = load_metadata_for(store, path, size).await?;
     Ok(u64::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
