@@ -7,42 +7,17 @@
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, Array, ArrayRef, ListArray, MapArray, StructArray};
-use arrow_schema::{DataType as ArrowType, Fields};
+use arrow_schema::DataType as ArrowType;
 
-use super::pruning::PARQUET_FIELD_ID_KEY;
+use super::pruning::resolve_field;
 use crate::error::{Error, Result};
-use crate::log::schema::{ColumnMappingMode, DataType, StructField};
+use crate::log::schema::{ColumnMappingMode, DataType};
 
 fn conform_error(file: &str, what: impl std::fmt::Display) -> Error {
     Error::Parquet {
         file: file.to_string(),
         detail: what.to_string(),
     }
-}
-
-/// The file's child field of `file_fields` that holds Delta field `f`.
-fn find_child(
-    file_fields: &Fields,
-    f: &StructField,
-    mode: ColumnMappingMode,
-) -> Result<Option<usize>> {
-    if mode == ColumnMappingMode::Id {
-        if let Some(id) = f.field_id() {
-            let has_ids = file_fields
-                .iter()
-                .any(|c| c.metadata().contains_key(PARQUET_FIELD_ID_KEY));
-            if has_ids {
-                return Ok(file_fields.iter().position(|c| {
-                    c.metadata()
-                        .get(PARQUET_FIELD_ID_KEY)
-                        .and_then(|v| v.parse::<i64>().ok())
-                        == Some(id)
-                }));
-            }
-        }
-    }
-    let physical = f.physical_name(mode)?;
-    Ok(file_fields.iter().position(|c| c.name() == physical))
 }
 
 /// Conform `array` (as read from `file`) to Delta type `dt`, whose logical
@@ -63,7 +38,8 @@ pub fn conform(
             let file_fields = s.fields().clone();
             let mut children = Vec::with_capacity(st.fields.len());
             for (f, tf) in st.fields.iter().zip(target_fields.iter()) {
-                let child = match find_child(&file_fields, f, mode)? {
+                let physical = f.physical_name(mode)?;
+                let child = match resolve_field(&file_fields, f, physical, mode) {
                     Some(i) => {
                         let c = s.columns().get(i).cloned().ok_or_else(|| {
                             conform_error(file, format!("struct child {i} missing"))

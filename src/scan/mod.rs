@@ -306,7 +306,12 @@ fn prune_row_groups(
         let root = c.logical.first().and_then(|n| spec.schema.field(n));
         let leaf = match (root, c.physical.first()) {
             (Some(field), Some(physical)) => {
-                let idx = pruning::resolve_root(file_schema, field, physical, spec.column_mapping);
+                let idx = pruning::resolve_field(
+                    file_schema.fields(),
+                    field,
+                    physical,
+                    spec.column_mapping,
+                );
                 let name = idx
                     .and_then(|i| file_schema.fields().get(i))
                     .map(|f| f.name().clone());
@@ -331,7 +336,7 @@ fn prune_row_groups(
         .collect())
 }
 
-fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
+pub(crate) fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
     Error::Parquet {
         file: file.to_string(),
         detail: e.to_string(),
@@ -348,9 +353,27 @@ pub async fn read_file(
     spec: &ScanSpec,
     file: &ScanFile,
 ) -> Result<Vec<RecordBatch>> {
+    read_file_with(store, spec, file, DeletedRows::Load).await
+}
+
+/// Where a file's deleted rows come from.
+pub enum DeletedRows {
+    /// Fetch the file's DV (one ranged GET) if any row group is read.
+    Load,
+    /// Already loaded, e.g. all of a scan's DVs in one coalesced fetch.
+    Known(Option<RoaringTreemap>),
+}
+
+/// [`read_file`], with the file's deleted rows possibly already loaded.
+pub async fn read_file_with(
+    store: &TableStore,
+    spec: &ScanSpec,
+    file: &ScanFile,
+    deleted: DeletedRows,
+) -> Result<Vec<RecordBatch>> {
     let exact = spec.filter.as_deref().filter(|_| spec.filter_rows);
     let Some(filter) = exact else {
-        return read_file_columns(store, spec, file).await;
+        return read_file_columns(store, spec, file, deleted).await;
     };
     // Read the filter's columns too, filter, then project to what was asked.
     let out_schema = spec.output_schema()?;
@@ -384,7 +407,7 @@ pub async fn read_file(
         })
         .collect::<Result<_>>()?;
     let mut out = Vec::new();
-    for batch in read_file_columns(store, &inner, file).await? {
+    for batch in read_file_columns(store, &inner, file, deleted).await? {
         let kept = filter.filter(&batch)?;
         if kept.num_rows() > 0 {
             out.push(
@@ -400,6 +423,7 @@ async fn read_file_columns(
     store: &TableStore,
     spec: &ScanSpec,
     file: &ScanFile,
+    deleted: DeletedRows,
 ) -> Result<Vec<RecordBatch>> {
     let out_schema = spec.output_schema()?;
     let meta = load_metadata(store, file).await?;
@@ -407,9 +431,10 @@ async fn read_file_columns(
     if chosen.is_empty() {
         return Ok(Vec::new());
     }
-    let deleted: Option<RoaringTreemap> = match &file.deletion_vector {
-        Some(d) => dv::load_many(store, &[d]).await?.pop(),
-        None => None,
+    let deleted: Option<RoaringTreemap> = match (deleted, &file.deletion_vector) {
+        (DeletedRows::Known(map), _) => map,
+        (DeletedRows::Load, Some(d)) => dv::load_many(store, &[d]).await?.pop(),
+        (DeletedRows::Load, None) => None,
     };
     let location = store.resolve(&file.path)?;
     let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
@@ -445,7 +470,12 @@ async fn read_file_columns(
             .field(name)
             .ok_or_else(|| Error::InvalidArgument(format!("no column {name:?} in the table")))?;
         let physical = delta_field.physical_name(spec.column_mapping)?.to_string();
-        match pruning::resolve_root(&file_schema, delta_field, &physical, spec.column_mapping) {
+        match pruning::resolve_field(
+            file_schema.fields(),
+            delta_field,
+            &physical,
+            spec.column_mapping,
+        ) {
             Some(i) => {
                 wanted_roots.push(i);
                 let name = file_schema
@@ -569,20 +599,36 @@ const BATCH_ROWS: usize = 8192;
 /// Files a snapshot scan reads at once (each decoded on a runtime worker).
 const SCAN_CONCURRENCY: usize = 4;
 
-/// Read a whole snapshot: files decoded in parallel on the runtime's
-/// workers, batches returned in file order.
+/// Read a whole snapshot: the DVs of all planned files fetched together
+/// (one coalesced GET per DV file, not one per data file), then files
+/// decoded in parallel on the runtime's workers, batches in file order.
 pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<RecordBatch>> {
     let store = snapshot.store().clone();
-    let results: Vec<Result<Result<Vec<RecordBatch>>>> =
-        futures::stream::iter(plan(snapshot, spec.filter.as_deref())?)
-            .map(|file| {
-                let store = store.clone();
-                let spec = spec.clone();
-                crate::io::runtime::spawn(async move { read_file(&store, &spec, &file).await })
+    let files = plan(snapshot, spec.filter.as_deref())?;
+    let descriptors: Vec<&DeletionVectorDescriptor> = files
+        .iter()
+        .filter_map(|f| f.deletion_vector.as_ref())
+        .collect();
+    let mut maps = dv::load_many(&store, &descriptors).await?.into_iter();
+    let mut work = Vec::with_capacity(files.len());
+    for file in files {
+        let deleted = match file.deletion_vector {
+            Some(_) => maps.next(),
+            None => None,
+        };
+        work.push((file, deleted));
+    }
+    let results: Vec<Result<Result<Vec<RecordBatch>>>> = futures::stream::iter(work)
+        .map(|(file, deleted)| {
+            let store = store.clone();
+            let spec = spec.clone();
+            crate::io::runtime::spawn(async move {
+                read_file_with(&store, &spec, &file, DeletedRows::Known(deleted)).await
             })
-            .buffered(SCAN_CONCURRENCY)
-            .collect()
-            .await;
+        })
+        .buffered(SCAN_CONCURRENCY)
+        .collect()
+        .await;
     let mut out = Vec::new();
     for r in results {
         out.extend(r??);

@@ -2,7 +2,7 @@
 //! matching of Delta columns to parquet columns (by physical name, or by field
 //! id in column-mapping mode `id`). Pure: works on already-fetched metadata.
 
-use arrow_schema::Schema;
+use arrow_schema::Fields;
 use parquet::basic::{LogicalType, TimeUnit};
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
@@ -14,22 +14,22 @@ use crate::log::schema::{ColumnMappingMode, DataType, StructField};
 /// Arrow field metadata key parquet field ids are exposed under.
 pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 
-/// Index of the top-level column of `file_schema` that holds `field`: by field
-/// id in mode `Id` when the file carries field ids, else by physical name.
-pub fn resolve_root(
-    file_schema: &Schema,
+/// Index of the field among `fields` (a file's columns, or a struct's
+/// children in a file) that holds Delta field `field`: by parquet field id
+/// in mode `Id` when the file carries field ids, else by `physical` name.
+pub fn resolve_field(
+    fields: &Fields,
     field: &StructField,
     physical: &str,
     mode: ColumnMappingMode,
 ) -> Option<usize> {
     if mode == ColumnMappingMode::Id {
         if let Some(id) = field.field_id() {
-            let has_ids = file_schema
-                .fields()
+            let has_ids = fields
                 .iter()
                 .any(|f| f.metadata().contains_key(PARQUET_FIELD_ID_KEY));
             if has_ids {
-                return file_schema.fields().iter().position(|f| {
+                return fields.iter().position(|f| {
                     f.metadata()
                         .get(PARQUET_FIELD_ID_KEY)
                         .and_then(|v| v.parse::<i64>().ok())
@@ -38,7 +38,7 @@ pub fn resolve_root(
             }
         }
     }
-    file_schema.index_of(physical).ok()
+    fields.iter().position(|f| f.name() == physical)
 }
 
 /// Where a bound column lives in one parquet file.
@@ -53,7 +53,7 @@ pub enum Leaf {
 }
 
 /// Find `c`'s leaf column. `root_name` is the name of its top-level column in
-/// the file (from [`resolve_root`]), `None` when the file lacks it.
+/// the file (from [`resolve_field`]), `None` when the file lacks it.
 pub fn find_leaf(descr: &SchemaDescriptor, c: &BoundColumn, root_name: Option<&str>) -> Leaf {
     let Some(root) = root_name else {
         return Leaf::Absent;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
 use crate::log::replay::normalize_path;
-use crate::scan::{self, selection};
+use crate::scan::{self, parquet_error, selection};
 
 /// One file to rewrite.
 pub struct Rewrite<'a> {
@@ -25,13 +25,6 @@ pub struct Rewrite<'a> {
     pub deleted: RoaringTreemap,
     /// Rows the current add already hides (its DV's cardinality).
     pub already_deleted: u64,
-}
-
-fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
-    Error::Parquet {
-        file: file.to_string(),
-        detail: e.to_string(),
-    }
 }
 
 /// Rewrite `r`'s file without its deleted rows; the new add action, or None
@@ -107,10 +100,7 @@ pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
+    let now = super::delete::now_ms();
     let mut m = DeleteMetrics::default();
     let mut actions = Vec::new();
     for r in rewrites {

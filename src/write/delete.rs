@@ -284,7 +284,7 @@ fn plan_change(t: &Target) -> Change {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -393,12 +393,31 @@ pub async fn delete_rows(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let live = live_files(snapshot)?;
+    delete_rows_of(snapshot, &live, rows, options, dvs, started).await
+}
+
+/// The live files of `snapshot` by (URL-decoded) path.
+fn live_files(snapshot: &Snapshot) -> Result<HashMap<String, crate::snapshot::LiveFile>> {
+    Ok(snapshot
+        .files()?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect())
+}
+
+/// [`delete_rows`] once the table was checked (`dvs`: DVs allowed) and its
+/// live files listed.
+async fn delete_rows_of(
+    snapshot: &Snapshot,
+    live: &HashMap<String, crate::snapshot::LiveFile>,
+    rows: HashMap<String, RoaringTreemap>,
+    options: &DeleteOptions,
+    dvs: bool,
+    started: Instant,
+) -> Result<DeleteMetrics> {
     let store = snapshot.store();
-    let mut live: HashMap<String, crate::snapshot::LiveFile> = HashMap::new();
-    for f in snapshot.files()? {
-        live.insert(f.path.clone(), f);
-    }
     let mut targets: BTreeMap<String, Target> = BTreeMap::new();
     for (path, r) in rows {
         if r.is_empty() {
@@ -421,13 +440,16 @@ pub async fn delete_rows(
         add_target(&mut targets, key, &f.add, n, r)?;
     }
     load_base_dvs(store, &mut targets).await?;
-    commit_targets(snapshot, targets, options, started).await
+    commit_targets(snapshot, targets, options, dvs, started).await
 }
 
+/// Commit the targets (`dvs`: write DVs, else rewrite files), retrying and
+/// rebasing over concurrent commits.
 async fn commit_targets(
     snapshot: &Snapshot,
     mut targets: BTreeMap<String, Target>,
     options: &DeleteOptions,
+    dvs: bool,
     started: Instant,
 ) -> Result<DeleteMetrics> {
     let store = snapshot.store();
@@ -439,7 +461,6 @@ async fn commit_targets(
     loop {
         attempt += 1;
         if prepared.is_none() {
-            let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
             prepared = Some(if dvs {
                 prepare(store, &targets, options).await?
             } else {
@@ -708,7 +729,7 @@ pub async fn delete_where(
     use crate::scan::{self, ScanSpec};
 
     let started = Instant::now();
-    check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
     let pred = match predicate {
         Some(text) => Some(Arc::new(Predicate::new(
             text,
@@ -725,11 +746,7 @@ pub async fn delete_where(
     spec.filter = pred.clone();
     spec.filter_rows = true;
     let files = scan::plan(snapshot, pred.as_deref())?;
-    let live: HashMap<String, crate::snapshot::LiveFile> = snapshot
-        .files()?
-        .into_iter()
-        .map(|f| (f.path.clone(), f))
-        .collect();
+    let live = live_files(snapshot)?;
     let found: Vec<Result<(String, RoaringTreemap)>> = futures::stream::iter(files)
         .map(|file| {
             let spec = &spec;
@@ -780,7 +797,7 @@ pub async fn delete_where(
     if options.predicate.is_none() {
         options.predicate = predicate.map(str::to_string);
     }
-    let mut m = delete_rows(snapshot, rows, &options).await?;
+    let mut m = delete_rows_of(snapshot, &live, rows, &options, dvs, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }
@@ -850,13 +867,9 @@ pub async fn commit_prepared(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
     let store = snapshot.store();
-    let live: HashMap<String, crate::snapshot::LiveFile> = snapshot
-        .files()?
-        .into_iter()
-        .map(|f| (f.path.clone(), f))
-        .collect();
+    let live = live_files(snapshot)?;
     let mut targets: BTreeMap<String, Target> = BTreeMap::new();
     for p in prepared {
         let key = normalize_path(&p.add.path);
@@ -892,7 +905,7 @@ pub async fn commit_prepared(
         }
         targets.insert(key, t);
     }
-    let mut m = commit_targets(snapshot, targets, options, started).await?;
+    let mut m = commit_targets(snapshot, targets, options, dvs, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }
