@@ -81,6 +81,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from deltadv.spark import DEFAULT_SPLIT_SIZE
 from deltadv.table import DeltaTable, ScanTask
 
 if TYPE_CHECKING:
@@ -105,8 +106,6 @@ VERSION_KEYS = ("version", "versionasof")
 TIMESTAMP_KEY = "timestampasof"
 PUSHDOWN_KEY = "filterpushdown"
 SPLIT_SIZE_KEY = "splitsize"
-# Spark's own default target split (spark.sql.files.maxPartitionBytes), in bytes.
-DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 # Spark adds `path` for load(path); `paths` only for load([...]), which we refuse.
 KNOWN_KEYS = frozenset(
     {"path", "paths", TIMESTAMP_KEY, PUSHDOWN_KEY, SPLIT_SIZE_KEY, *VERSION_KEYS}

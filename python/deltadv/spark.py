@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltadv.table import DV_FILE_TARGET_SIZE, ScanTask
 from deltadv.table import DeltaTable as _LocalTable
-from deltadv.table import ScanTask
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -98,11 +98,6 @@ def read(
     return df.filter(filter) if filter is not None else df
 
 
-def _read_tasks_with_index(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body for DML: like :func:`_read_tasks`; tasks carry metadata columns."""
-    yield from _read_tasks(batches)
-
-
 class DeltaTable:
     """Spark-side DML on a Delta table, in Delta Spark's shape:
     ``DeltaTable.forPath(spark, path).delete("id < 10")``."""
@@ -133,7 +128,7 @@ class DeltaTable:
         condition: str | Column | None = None,
         *,
         inline_threshold: int = 0,
-        dv_file_target_size: int = 2 * 1024 * 1024,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
     ) -> dict[str, Any]:
         """DELETE the rows matching ``condition`` (any Spark SQL condition or Column;
         None: every row) with deletion vectors; returns the operation metrics.
@@ -175,7 +170,7 @@ class DeltaTable:
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
         task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        rows = task_df.repartition(len(tasks)).mapInArrow(_read_tasks_with_index, schema)
+        rows = task_df.repartition(len(tasks)).mapInArrow(_read_tasks, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")
         adds = table._raw.add_actions()
         files = sorted({json.loads(t.json)["path"] for t in tasks})

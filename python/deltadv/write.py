@@ -24,29 +24,20 @@ from deltadv.table import DeltaTable
 #: Delta Spark truncates string stats to this many characters.
 STRING_PREFIX = 32
 
-#: Table features implied by legacy protocol versions (PROTOCOL.md).
-_LEGACY_WRITER = {
+#: Writer features each legacy writer version adds (PROTOCOL.md); a version
+#: implies its own and every lower version's.
+_LEGACY_WRITER_ADDS = {
     2: ["appendOnly", "invariants"],
-    3: ["appendOnly", "invariants", "checkConstraints"],
-    4: ["appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"],
-    5: [
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-    ],
-    6: [
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-        "identityColumns",
-    ],
+    3: ["checkConstraints"],
+    4: ["changeDataFeed", "generatedColumns"],
+    5: ["columnMapping"],
+    6: ["identityColumns"],
 }
+
+
+def _legacy_writer_features(version: int) -> set[str]:
+    """The table features a legacy (< 7) writer version implies."""
+    return {f for v, adds in _LEGACY_WRITER_ADDS.items() if v <= version for f in adds}
 
 
 def delta_type(t: pa.DataType) -> Any:
@@ -339,7 +330,7 @@ def enable_deletion_vectors(table: DeltaTable) -> int:
     old_w = protocol.get("minWriterVersion", 2)
     old_r = protocol.get("minReaderVersion", 1)
     if old_w < 7:
-        writers |= set(_LEGACY_WRITER.get(min(old_w, 6), []))
+        writers |= _legacy_writer_features(old_w)
     if old_r < 3 and old_r >= 2:
         readers.add("columnMapping")
     readers.add("deletionVectors")
