@@ -55,12 +55,31 @@ pub enum Error {
     InvalidDescriptor(String),
 
     /// A bad argument from the caller (negative row index, out-of-range value …).
-    #[error("invalid argument: {0}")]
+    #[error("{0}")]
     InvalidArgument(String),
+
+    /// A predicate outside deltadv's SQL subset (a construct, function or
+    /// comparison it does not implement). Callers that can evaluate the
+    /// predicate another way (Spark) fall back on this error only.
+    #[error("predicate outside deltadv's SQL subset: {0}")]
+    UnsupportedPredicate(String),
 
     /// A file that does not exist.
     #[error("file not found: {path}")]
     NotFound { path: String },
+
+    /// A data file the table's log references is not in storage (vacuumed too
+    /// early, or deleted outside Delta).
+    #[error("the table references data file {path}, which does not exist (vacuumed, or deleted outside Delta)")]
+    MissingDataFile { path: String },
+
+    /// The store refused access to a path (permission denied or bad credentials).
+    #[error("permission denied on {path}: {detail}")]
+    PermissionDenied { path: String, detail: String },
+
+    /// Creating a table where a Delta table already exists.
+    #[error("a Delta table already exists at {0}")]
+    TableExists(String),
 
     /// Any other I/O failure, with the path it happened on.
     #[error("I/O error on {path}: {source}")]
@@ -95,7 +114,7 @@ pub enum Error {
     VersionNotFound(String),
 
     /// Not a Delta table (no `_delta_log`, or no commits in it).
-    #[error("not a Delta table: {0}")]
+    #[error("{0}")]
     NotATable(String),
 
     /// A failure from an object store, with the path.

@@ -291,10 +291,12 @@ impl Snapshot {
             files = list_log(&store, None).await?;
         }
         if files.is_empty() {
-            return Err(Error::NotATable(format!(
-                "{} has no _delta_log commits",
-                store.url()
-            )));
+            let url = store.url();
+            return Err(Error::NotATable(if store.root_exists().await? {
+                format!("{url} is not a Delta table: it has no _delta_log with commits in it")
+            } else {
+                format!("no Delta table at {url}: the path does not exist")
+            }));
         }
         let segment = build_segment(files, hint.as_ref(), version)?;
         Self::from_segment(store, segment, hint).await

@@ -8,33 +8,52 @@ The main types:
 * :func:`write_deletion_vectors` - pack DVs into one new DV file, get descriptors.
 * :func:`z85_encode` / :func:`z85_decode` - Z85 exactly as Delta uses it.
 
-Errors derive from :class:`DeltaDVError`; corrupt DV bytes raise
-:class:`CorruptDeletionVectorError`; a commit that loses a race it cannot be
-rebased over raises :class:`CommitConflictError`; bad arguments raise
-:class:`ValueError`.
+Errors derive from :class:`DeltaDVError`, one class per kind of failure (see
+:mod:`deltadv.exceptions`): :class:`TableNotFoundError`,
+:class:`DeltaProtocolError`, :class:`CommitConflictError`,
+:class:`CorruptDeletionVectorError`, :class:`CorruptLogError`, ...; bad
+arguments raise :class:`ValueError`.
 """
 
 from deltadv._core import (
-    CommitConflictError,
-    CorruptDeletionVectorError,
     DeletionVector,
     DeletionVectorDescriptor,
-    DeltaDVError,
     __version__,
     write_deletion_vectors,
     z85_decode,
     z85_encode,
 )
+from deltadv.exceptions import (
+    CommitConflictError,
+    CorruptDataFileError,
+    CorruptDeletionVectorError,
+    CorruptLogError,
+    DeltaDVError,
+    DeltaProtocolError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedPredicateError,
+    VersionNotFoundError,
+)
 from deltadv.table import DeltaTable, ScanTask
 
 __all__ = [
     "CommitConflictError",
+    "CorruptDataFileError",
     "CorruptDeletionVectorError",
+    "CorruptLogError",
     "DeletionVector",
     "DeletionVectorDescriptor",
     "DeltaDVError",
+    "DeltaProtocolError",
     "DeltaTable",
     "ScanTask",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "UnsupportedPredicateError",
+    "VersionNotFoundError",
     "__version__",
     "write_deletion_vectors",
     "z85_decode",

@@ -7,19 +7,10 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+#: ``commitInfo.engineInfo`` of every commit deltadv writes (``deltadv/<version>``).
+ENGINE_INFO: str
 
-class DeltaDVError(Exception):
-    """Base class of deltadv's errors."""
-
-class CommitConflictError(DeltaDVError):
-    """A concurrent commit conflicts with this one; nothing was committed."""
-
-class CorruptDeletionVectorError(DeltaDVError):
-    """DV bytes that do not match the format or their descriptor.
-
-    The message names the file (or "inline deletion vector"), the byte offset,
-    what was expected and what was found.
-    """
+# Errors are raised as the classes of ``deltadv.exceptions``.
 
 RowsLike = Iterable[int] | range | npt.ArrayLike | "DeletionVector"
 
@@ -170,7 +161,7 @@ class RawDeltaTable:
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
 
-def read_scan_task(task: str) -> ArrowStream: ...
+def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> ArrowStream: ...
 def put_object(
     table_uri: str,
     storage_options: dict[str, str],
@@ -178,6 +169,9 @@ def put_object(
     data: bytes,
     if_absent: bool = False,
 ) -> bool: ...
+def remove_uncommitted_files(
+    table_uri: str, storage_options: dict[str, str], paths: list[str]
+) -> None: ...
 def prepare_delete(
     table_uri: str,
     storage_options: dict[str, str],

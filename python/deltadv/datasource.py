@@ -407,7 +407,8 @@ class DeltaDVPlainReader(DataSourceReader):
 
         # Spark requires this exact Arrow schema (names, order, types, nullability).
         target = to_arrow_schema(self.schema, timezone="UTC")
-        for batch in ScanTask(partition.value).read():
+        task = ScanTask(partition.value, _storage_options(self.options))
+        for batch in task.read():
             if batch.schema != target:
                 batch = pa.RecordBatch.from_arrays(
                     [batch.column(f.name).cast(f.type) for f in target], schema=target

@@ -15,11 +15,12 @@ per process.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltadv.exceptions import UnsupportedPredicateError
 from deltadv.table import DV_FILE_TARGET_SIZE, ScanTask
 from deltadv.table import DeltaTable as _LocalTable
 
@@ -29,11 +30,19 @@ if TYPE_CHECKING:
 TASK_COLUMN = "task"
 
 
-def _read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: each input row is one task's JSON; yield its rows."""
-    for batch in batches:
-        for task in batch.column(TASK_COLUMN).to_pylist():
-            yield from ScanTask(task).read()
+def _task_reader(
+    storage_options: dict[str, str],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow body: each input row is one task's JSON (no credentials);
+    yield its rows. ``storage_options`` travel inside this function (pickled with
+    it to the executors), never in the task rows."""
+
+    def read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(TASK_COLUMN).to_pylist():
+                yield from ScanTask(task, storage_options).read()
+
+    return read_tasks
 
 
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
@@ -83,7 +92,7 @@ def read(
     if isinstance(filter, str):
         try:
             tasks = table.scan_tasks(columns, filter, filter_rows=False, split_size=size)
-        except ValueError:
+        except UnsupportedPredicateError:
             tasks = None  # outside deltadv's predicate subset: Spark alone filters
     if tasks is None:
         tasks = table.scan_tasks(columns, split_size=size)
@@ -94,7 +103,7 @@ def read(
     else:
         task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
         task_df = task_df.repartition(len(tasks))
-        df = task_df.mapInArrow(_read_tasks, spark_schema)
+        df = task_df.mapInArrow(_task_reader(table._raw.storage_options), spark_schema)
     return df.filter(filter) if filter is not None else df
 
 
@@ -151,6 +160,9 @@ class DeltaTable:
             return table.delete(
                 text, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
             )
+        # Analyze the condition against the table's own columns first: errors then
+        # name only the table's columns, and history records Spark's SQL text.
+        predicate_sql = _condition_sql(self._spark, table, condition)
         tasks = None
         if text is not None:
             try:
@@ -161,7 +173,7 @@ class DeltaTable:
                     split_size=_split_size(self._spark),
                     with_metadata=True,
                 )
-            except ValueError:
+            except UnsupportedPredicateError:
                 tasks = None
         if tasks is None:
             tasks = table.scan_tasks(split_size=_split_size(self._spark), with_metadata=True)
@@ -170,7 +182,8 @@ class DeltaTable:
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
         task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        rows = task_df.repartition(len(tasks)).mapInArrow(_read_tasks, schema)
+        reader = _task_reader(table._raw.storage_options)
+        rows = task_df.repartition(len(tasks)).mapInArrow(reader, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")
         adds = table._raw.add_actions()
         files = sorted({json.loads(t.json)["path"] for t in tasks})
@@ -197,7 +210,7 @@ class DeltaTable:
             rows.repartition(parts, "_file_path").mapInArrow(write_dvs, "prepared string").collect()
         )
         return table._raw.commit_prepared(
-            [r["prepared"] for r in prepared], str(condition), inline_threshold
+            [r["prepared"] for r in prepared], predicate_sql, inline_threshold
         )
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -210,8 +223,25 @@ def _is_partition_only(table: _LocalTable, text: str) -> bool:
     """Whether ``text`` parses in deltadv's subset and names only partition columns."""
     try:
         return table._raw.predicate_is_partition_only(text)
-    except ValueError:
+    except UnsupportedPredicateError:
         return False
+
+
+def _condition_sql(spark: SparkSession, table: _LocalTable, condition: str | Column) -> str:
+    """``condition`` analyzed against an empty frame with the table's columns, as
+    the SQL text Spark gives the resolved expression (what Delta Spark records as
+    the DELETE predicate). Raises Spark's AnalysisException for unknown columns,
+    naming only the table's columns."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True)
+    column = F.expr(condition) if isinstance(condition, str) else condition
+    frame = spark.createDataFrame([], schema).filter(column)
+    try:
+        return str(frame._jdf.queryExecution().analyzed().condition().sql())
+    except Exception:  # Spark Connect: no JVM plan to ask; the text as given
+        return condition if isinstance(condition, str) else str(column)
 
 
 def write_table(
@@ -229,11 +259,12 @@ def write_table(
     the driver commits version 0 with put-if-absent."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltadv.write import _create, write_data_files
+    from deltadv.write import _create, _removed_on_failure, check_no_table, write_data_files
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})
     schema = to_arrow_schema(df.schema, timezone="UTC")
+    check_no_table(table_uri, storage_options)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
@@ -245,6 +276,7 @@ def write_table(
 
     rows = df.mapInArrow(write, "add string").collect()
     adds = [json.loads(r["add"]) for r in rows]
-    return _create(
-        table_uri, schema, adds, parts, storage_options, configuration, enable_deletion_vectors
-    )
+    with _removed_on_failure(table_uri, storage_options, adds):
+        return _create(
+            table_uri, schema, adds, parts, storage_options, configuration, enable_deletion_vectors
+        )

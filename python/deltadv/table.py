@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as _json
 from datetime import datetime, timezone
 from typing import Any
 
@@ -15,26 +16,44 @@ DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
 
 
 class ScanTask:
-    """One data file to read, as plain JSON text: picklable, so it can be shipped
-    to Spark executors, which read it with :meth:`read` without replaying the log."""
+    """One data file (or some of its row groups) to read: picklable, so it can be
+    shipped to Spark executors, which read it with :meth:`read` without replaying
+    the log.
 
-    __slots__ = ("json",)
+    ``json`` describes the work and never holds storage credentials: those travel
+    separately in ``storage_options`` (pickled with the task, never shown in its
+    repr), so task JSON can sit in Spark rows, plans and logs.
+    """
 
-    def __init__(self, json: str) -> None:
+    __slots__ = ("json", "storage_options")
+
+    def __init__(self, json: str, storage_options: dict[str, str] | None = None) -> None:
         self.json = json
+        self.storage_options = dict(storage_options or {})
 
     def read(self) -> pa.RecordBatchReader:
-        """The file's rows with its deletion vector applied."""
-        return pa.RecordBatchReader.from_stream(read_scan_task(self.json))
+        """A stream of the file's rows (Arrow record batches), deleted rows gone."""
+        return pa.RecordBatchReader.from_stream(
+            read_scan_task(self.json, self.storage_options or None)
+        )
 
     def schema(self) -> pa.Schema:
         return pa.schema(scan_task_schema(self.json))
 
-    def __reduce__(self) -> tuple[type[ScanTask], tuple[str]]:
-        return (ScanTask, (self.json,))
+    def __reduce__(self) -> tuple[type[ScanTask], tuple[str, dict[str, str]]]:
+        return (ScanTask, (self.json, self.storage_options))
 
     def __repr__(self) -> str:
-        return f"ScanTask({self.json[:80]}...)"
+        task = _json.loads(self.json)
+        parts = [f"path={task.get('path')!r}"]
+        if task.get("row_groups") is not None:
+            parts.append(f"row_groups={task['row_groups']!r}")
+        dv = task.get("deletion_vector")
+        if dv:
+            parts.append(f"deleted_rows={dv.get('cardinality')}")
+        if self.storage_options:
+            parts.append("storage_options=<hidden>")
+        return f"ScanTask({', '.join(parts)})"
 
 
 class DeltaTable:
@@ -127,13 +146,14 @@ class DeltaTable:
     ) -> list[ScanTask]:
         """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
         or several per file larger than ``split_size`` bytes (split by row groups).
-        ``task.read()`` needs no log replay. With ``filter_rows=False`` the filter
+        ``task.read()`` streams the task's rows and needs no log replay. With ``filter_rows=False`` the filter
         only prunes (files, row groups) and the caller applies it to the rows, as
         Spark does; predicates that do not bind are then ignored instead of
         raising. ``with_metadata`` adds each row's ``_row_index`` (physical index
         in its file) and ``_file_path`` columns."""
         tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size, with_metadata)
-        return [ScanTask(t) for t in tasks]
+        options = self._raw.storage_options
+        return [ScanTask(t, options) for t in tasks]
 
     def scan_with_row_index(
         self, columns: list[str] | None = None, filter: str | None = None

@@ -10,7 +10,8 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltadv._core import CommitConflictError, put_object
+from deltadv._core import ENGINE_INFO, put_object, remove_uncommitted_files
+from deltadv.exceptions import CommitConflictError, TableAlreadyExistsError, TableNotFoundError
 from deltadv.table import DeltaTable
 
 #: Delta Spark truncates string stats to this many characters.
@@ -228,22 +230,53 @@ def write_table(
 ) -> DeltaTable:
     """Create a new Delta table from Arrow data (anything with
     ``__arrow_c_stream__``), with ``delta.enableDeletionVectors=true`` by default
-    and per-file stats. Fails (CommitConflictError) if a table exists there."""
+    and per-file stats. Raises TableAlreadyExistsError, before writing anything,
+    if a table exists there; if another writer creates one meanwhile, raises
+    CommitConflictError and removes the data files it wrote."""
     table = pa.table(data) if not isinstance(data, pa.Table) else data
     partition_by = list(partition_by or [])
     missing = [c for c in partition_by if c not in table.column_names]
     if missing:
         raise ValueError(f"partition column {missing[0]!r} is not in the data")
-    adds = write_data_files(table_uri, table, partition_by, storage_options, rows_per_file)
-    return _create(
-        table_uri,
-        table.schema,
-        adds,
-        partition_by,
-        storage_options,
-        configuration,
-        enable_deletion_vectors,
+    check_no_table(table_uri, storage_options)
+    adds: list[dict[str, Any]] = []
+    with _removed_on_failure(table_uri, storage_options, adds):
+        adds += write_data_files(table_uri, table, partition_by, storage_options, rows_per_file)
+        return _create(
+            table_uri,
+            table.schema,
+            adds,
+            partition_by,
+            storage_options,
+            configuration,
+            enable_deletion_vectors,
+        )
+
+
+def check_no_table(table_uri: str, storage_options: dict[str, str] | None) -> None:
+    """TableAlreadyExistsError if a Delta table exists at ``table_uri``."""
+    try:
+        existing = DeltaTable(table_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        return
+    raise TableAlreadyExistsError(
+        f"a Delta table already exists at {existing.table_uri} (version {existing.version()})"
     )
+
+
+@contextmanager
+def _removed_on_failure(
+    table_uri: str, storage_options: dict[str, str] | None, adds: list[dict[str, Any]]
+) -> Iterator[None]:
+    """On any failure inside the block, remove the data files of ``adds`` (written
+    but not committed), then re-raise."""
+    try:
+        yield
+    except BaseException:
+        if adds:
+            paths = [a["path"] for a in adds]
+            remove_uncommitted_files(table_uri, dict(storage_options or {}), paths)
+        raise
 
 
 def _create(
@@ -285,7 +318,7 @@ def _create(
                 "operation": "CREATE TABLE AS SELECT",
                 "operationParameters": {"partitionBy": json.dumps(partition_by)},
                 "isBlindAppend": True,
-                "engineInfo": "deltadv",
+                "engineInfo": ENGINE_INFO,
                 "operationMetrics": {
                     "numFiles": str(len(adds)),
                     "numOutputRows": str(sum(json.loads(a["stats"])["numRecords"] for a in adds)),
@@ -351,7 +384,7 @@ def enable_deletion_vectors(table: DeltaTable) -> int:
                         "properties": json.dumps({"delta.enableDeletionVectors": "true"})
                     },
                     "readVersion": table.version(),
-                    "engineInfo": "deltadv",
+                    "engineInfo": ENGINE_INFO,
                 }
             },
             {

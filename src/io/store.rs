@@ -85,6 +85,11 @@ fn store_error(path: &str, e: object_store::Error) -> Error {
         object_store::Error::NotFound { .. } => Error::NotFound {
             path: path.to_string(),
         },
+        object_store::Error::PermissionDenied { source, .. }
+        | object_store::Error::Unauthenticated { source, .. } => Error::PermissionDenied {
+            path: path.to_string(),
+            detail: source.to_string(),
+        },
         other => Error::ObjectStore {
             path: path.to_string(),
             source: Box::new(other),
@@ -167,7 +172,7 @@ where
             Err(_) if PASSTHROUGH_KEYS.contains(&key.to_ascii_lowercase().as_str()) => {}
             Err(_) => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown storage option {key:?} for this store"
+                    "unknown storage option {key:?} for this store (keys as in deltalake: AWS_*, AZURE_*, GOOGLE_*)"
                 )))
             }
         }
@@ -180,6 +185,19 @@ impl TableStore {
     /// (environment variables fill in what the options leave out).
     pub fn open(uri: &str, options: &HashMap<String, String>) -> Result<TableStore> {
         let url = table_url(uri)?;
+        if matches!(url.scheme(), "memory" | "file") {
+            // Local disk and memory take no options: a key is a mistake (a typo,
+            // or options meant for another table), not something to ignore.
+            if let Some(key) = options
+                .keys()
+                .find(|k| !PASSTHROUGH_KEYS.contains(&k.to_ascii_lowercase().as_str()))
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown storage option {key:?} for {uri:?}: {} tables take no storage options",
+                    if url.scheme() == "file" { "local" } else { "memory://" }
+                )));
+            }
+        }
         if url.scheme() == "memory" {
             // memory://NAME/path: one shared in-memory store per NAME in this process.
             let root = Path::from_url_path(url.path())
@@ -293,6 +311,33 @@ impl TableStore {
             .try_collect()
             .await
             .map_err(|e| store_error(prefix.as_ref(), e))
+    }
+
+    /// Whether anything is stored at the table root: for a local table, whether
+    /// the directory exists; elsewhere, whether any object has the root as prefix
+    /// (one LIST). Tells "no such path" from "a path that is not a Delta table".
+    pub async fn root_exists(&self) -> Result<bool> {
+        if self.url.scheme() == "file" {
+            if let Ok(dir) = self.url.to_file_path() {
+                return Ok(dir.exists());
+            }
+        }
+        RequestCounts::bump(&self.counts.lists);
+        let listing = self
+            .store
+            .list_with_delimiter(Some(&self.root))
+            .await
+            .map_err(|e| store_error(self.root.as_ref(), e))?;
+        Ok(!listing.objects.is_empty() || !listing.common_prefixes.is_empty())
+    }
+
+    /// DELETE an object; one that is already gone is not an error.
+    pub async fn delete(&self, path: &Path) -> Result<()> {
+        RequestCounts::bump(&self.counts.deletes);
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(store_error(path.as_ref(), e)),
+        }
     }
 
     /// GET a whole object.

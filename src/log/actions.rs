@@ -191,9 +191,9 @@ fn parse<T: serde::de::DeserializeOwned>(
     file: &str,
     line: usize,
 ) -> Result<T> {
-    serde_json::from_value(value).map_err(|source| Error::Json {
-        context: format!("{file} line {line} ({kind} action)"),
-        source,
+    serde_json::from_value(value).map_err(|source| Error::CorruptLog {
+        file: file.to_string(),
+        detail: format!("line {line}: invalid {kind} action: {source}"),
     })
 }
 
@@ -272,6 +272,14 @@ pub fn parse_commit(bytes: &[u8], file: &str) -> Result<Vec<Action>> {
     Ok(actions)
 }
 
+/// Stats JSON of the add action of `file` that does not parse.
+fn stats_error(file: &str, source: &serde_json::Error) -> Error {
+    Error::CorruptLog {
+        file: format!("the add action of {file}"),
+        detail: format!("invalid stats JSON: {source}"),
+    }
+}
+
 /// Statistics of a data file (`add.stats`), the fields deltadv uses.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -290,10 +298,7 @@ pub struct Stats {
 impl Stats {
     /// Parse a stats JSON string; `file` names the data file for errors.
     pub fn parse(json: &str, file: &str) -> Result<Stats> {
-        serde_json::from_str(json).map_err(|source| Error::Json {
-            context: format!("stats of {file}"),
-            source,
-        })
+        serde_json::from_str(json).map_err(|source| stats_error(file, &source))
     }
 
     /// Whether min/max are exact (absent `tightBounds` means true).
@@ -318,10 +323,7 @@ impl RecordCount {
         if let Some(c) = scan_record_count(stats.as_bytes()) {
             return Ok(c);
         }
-        serde_json::from_str(stats).map_err(|source| Error::Json {
-            context: format!("stats of {file}"),
-            source,
-        })
+        serde_json::from_str(stats).map_err(|source| stats_error(file, &source))
     }
 }
 

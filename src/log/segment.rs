@@ -177,7 +177,7 @@ pub fn build_segment(
         .max();
     let Some(latest) = latest_commit.max(latest_checkpoint) else {
         return Err(Error::NotATable(
-            "no commit or checkpoint files in _delta_log".to_string(),
+            "not a Delta table: its _delta_log has no commit or checkpoint files".to_string(),
         ));
     };
     let version = target.unwrap_or(latest);

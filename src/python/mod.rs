@@ -2,10 +2,9 @@
 //! mapping only. All logic lives in the pure Rust modules.
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyRange};
+use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 
 mod table;
@@ -16,44 +15,50 @@ use crate::error::Error;
 use crate::format::bitmap;
 use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
 
-create_exception!(
-    deltadv,
-    DeltaDVError,
-    PyException,
-    "Base class of deltadv's errors."
-);
-create_exception!(
-    deltadv,
-    CommitConflictError,
-    DeltaDVError,
-    "A concurrent commit conflicts with this one; nothing was committed."
-);
-create_exception!(
-    deltadv,
-    CorruptDeletionVectorError,
-    DeltaDVError,
-    "Deletion vector bytes that do not match the format or their descriptor."
-);
+/// The Python exception class `name` from `deltadv.exceptions` (defined in
+/// Python so a class can also derive from a builtin such as FileNotFoundError).
+fn exception_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
+    py.import("deltadv.exceptions")?
+        .getattr(name)?
+        .cast_into::<PyType>()
+        .map_err(Into::into)
+}
 
-/// Map a Rust error to the Python exception a user expects.
-fn to_py(err: Error) -> PyErr {
+/// A `deltadv.exceptions.<name>` error with `message`.
+fn raise(name: &str, message: String) -> PyErr {
+    Python::attach(|py| match exception_class(py, name) {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(e) => e,
+    })
+}
+
+/// Map a Rust error to the Python exception a user expects: one class per
+/// kind of failure under `DeltaDVError`, builtins where they fit.
+pub(crate) fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
     match err {
-        Error::CorruptDeletionVector { .. } => CorruptDeletionVectorError::new_err(message),
+        Error::CorruptDeletionVector { .. } => raise("CorruptDeletionVectorError", message),
         Error::InvalidZ85 { .. } | Error::InvalidDescriptor(_) | Error::InvalidArgument(_) => {
             PyValueError::new_err(message)
         }
         Error::Json { .. } => PyValueError::new_err(message),
-        Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
-        Error::Conflict { .. } => CommitConflictError::new_err(message),
+        Error::NotFound { .. } | Error::MissingDataFile { .. } => {
+            PyFileNotFoundError::new_err(message)
+        }
+        Error::PermissionDenied { .. } => PyPermissionError::new_err(message),
+        Error::Conflict { .. } => raise("CommitConflictError", message),
+        Error::TableExists(_) => raise("TableAlreadyExistsError", message),
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            PyPermissionError::new_err(message)
+        }
         Error::Io { .. } => PyOSError::new_err(message),
-        Error::VersionNotFound(_) => PyValueError::new_err(message),
-        Error::CorruptLog { .. }
-        | Error::Unsupported(_)
-        | Error::Schema(_)
-        | Error::NotATable(_)
-        | Error::ObjectStore { .. }
-        | Error::Parquet { .. } => DeltaDVError::new_err(message),
+        Error::VersionNotFound(_) => raise("VersionNotFoundError", message),
+        Error::CorruptLog { .. } => raise("CorruptLogError", message),
+        Error::Unsupported(_) | Error::Schema(_) => raise("DeltaProtocolError", message),
+        Error::UnsupportedPredicate(_) => raise("UnsupportedPredicateError", message),
+        Error::NotATable(_) => raise("TableNotFoundError", message),
+        Error::ObjectStore { .. } => raise("StorageError", message),
+        Error::Parquet { .. } => raise("CorruptDataFileError", message),
     }
 }
 
@@ -443,13 +448,6 @@ fn write_deletion_vectors(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("DeltaDVError", py.get_type::<DeltaDVError>())?;
-    m.add(
-        "CorruptDeletionVectorError",
-        py.get_type::<CorruptDeletionVectorError>(),
-    )?;
-    m.add("CommitConflictError", py.get_type::<CommitConflictError>())?;
     m.add_class::<DeletionVector>()?;
     m.add_class::<DeletionVectorDescriptor>()?;
     m.add_class::<RowIterator>()?;
@@ -461,8 +459,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
     m.add_function(wrap_pyfunction!(table::put_object, m)?)?;
+    m.add_function(wrap_pyfunction!(table::remove_uncommitted_files, m)?)?;
     m.add_function(wrap_pyfunction!(table::read_scan_task, m)?)?;
     m.add_function(wrap_pyfunction!(table::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ENGINE_INFO", crate::write::ENGINE_INFO)?;
     Ok(())
 }

@@ -479,10 +479,16 @@ impl RawDeltaTable {
 /// Read one scan task (its JSON) into an Arrow stream, DVs applied. Runs on
 /// Spark executors: the process runtime is created here, after any fork.
 #[pyfunction]
-pub fn read_scan_task(py: Python<'_>, task: &str) -> PyResult<ArrowStream> {
+#[pyo3(signature = (task, storage_options=None))]
+pub fn read_scan_task(
+    py: Python<'_>,
+    task: &str,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<ArrowStream> {
     let (schema, batches) = py
         .detach(|| -> crate::Result<_> {
-            let task = crate::scan::task::ScanTask::from_json(task)?;
+            let task =
+                crate::scan::task::ScanTask::from_json(task, storage_options.unwrap_or_default())?;
             let schema = task.output_schema()?;
             let batches = block_on(task.read())??;
             Ok((schema, batches))
@@ -494,7 +500,7 @@ pub fn read_scan_task(py: Python<'_>, task: &str) -> PyResult<ArrowStream> {
 /// The Arrow schema a scan task returns.
 #[pyfunction]
 pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {
-    let task = crate::scan::task::ScanTask::from_json(task).map_err(to_py)?;
+    let task = crate::scan::task::ScanTask::from_json(task, HashMap::new()).map_err(to_py)?;
     Ok(ArrowSchema {
         schema: task.output_schema().map_err(to_py)?,
     })
@@ -538,6 +544,42 @@ pub fn prepare_delete(
                 })
             })
             .collect()
+    })
+    .map_err(to_py)
+}
+
+/// Remove data files that a failed create or append wrote but never
+/// committed (`paths` as in their add actions, relative to the table root).
+/// Files a commit references are refused, so nothing live can be removed.
+#[pyfunction]
+pub fn remove_uncommitted_files(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    paths: Vec<String>,
+) -> PyResult<()> {
+    py.detach(|| -> crate::Result<()> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let live: std::collections::HashSet<String> =
+            match block_on(crate::snapshot::Snapshot::load(store.clone(), None))? {
+                Ok(snapshot) => snapshot
+                    .files()?
+                    .into_iter()
+                    .map(|f| f.path)
+                    .collect(),
+                Err(crate::Error::NotATable(_)) => Default::default(),
+                Err(e) => return Err(e),
+            };
+        for path in paths {
+            let decoded = crate::log::replay::normalize_path(&path);
+            if live.contains(&decoded) {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "{decoded} is referenced by the table's log; not removing it"
+                )));
+            }
+            block_on(store.delete(&store.path(&decoded)))??;
+        }
+        Ok(())
     })
     .map_err(to_py)
 }

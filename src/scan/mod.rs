@@ -218,7 +218,7 @@ async fn load_metadata(store: &TableStore, file: &ScanFile) -> Result<ArrowReade
     let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
     let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
         .await
-        .map_err(|e| parquet_error(&file.path, e))?;
+        .map_err(|e| data_file_error(&file.path, e))?;
     int96_as_micros(meta).map_err(|e| parquet_error(&file.path, e))
 }
 
@@ -334,6 +334,19 @@ fn prune_row_groups(
             })
         })
         .collect())
+}
+
+/// A failure reading data file `file`: one that is gone from storage is
+/// [`Error::MissingDataFile`], anything else [`Error::Parquet`].
+pub(crate) fn data_file_error(file: &str, e: parquet::errors::ParquetError) -> Error {
+    if let parquet::errors::ParquetError::External(inner) = &e {
+        if let Some(Error::NotFound { .. }) = inner.downcast_ref::<Error>() {
+            return Error::MissingDataFile {
+                path: file.to_string(),
+            };
+        }
+    }
+    parquet_error(file, e)
 }
 
 pub(crate) fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
@@ -499,7 +512,7 @@ async fn read_file_columns(
     let batches: Vec<RecordBatch> = stream
         .try_collect()
         .await
-        .map_err(|e| parquet_error(&file.path, e))?;
+        .map_err(|e| data_file_error(&file.path, e))?;
 
     let mut kept = plan.kept_rows();
     // One file-path column for the largest batch, sliced (zero-copy) per batch.

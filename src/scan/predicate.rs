@@ -235,7 +235,7 @@ enum Token {
 }
 
 fn syntax(text: &str, at: usize, what: impl fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
+    Error::UnsupportedPredicate(format!(
         "cannot parse predicate {text:?} at character {at}: {what}"
     ))
 }
@@ -823,7 +823,7 @@ impl Binder<'_> {
 }
 
 fn type_error(lit: &Literal, c: &BoundColumn) -> Error {
-    Error::InvalidArgument(format!(
+    Error::UnsupportedPredicate(format!(
         "predicate value {lit} does not convert exactly to column {} of type {}",
         column_text(&c.logical),
         c.data_type
@@ -910,7 +910,7 @@ fn convert(lit: &Literal, c: &BoundColumn) -> Result<Option<Val>> {
             }
         }
         DataType::Binary | DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. } => {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::UnsupportedPredicate(format!(
                 "predicates on column {} of type {} are not supported",
                 column_text(&c.logical),
                 c.data_type

@@ -19,7 +19,9 @@ use crate::snapshot::Snapshot;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanTask {
     pub table_uri: String,
-    #[serde(default)]
+    /// Storage credentials and settings: never serialized, so task JSON (Spark
+    /// rows, plans, logs) carries no secret; the reader hands them in again.
+    #[serde(skip)]
     pub storage_options: HashMap<String, String>,
     pub path: String,
     pub size: u64,
@@ -55,11 +57,15 @@ impl ScanTask {
         })
     }
 
-    pub fn from_json(text: &str) -> Result<ScanTask> {
-        serde_json::from_str(text).map_err(|source| Error::Json {
+    /// A task from its JSON, with the table's `storage_options` (not part of
+    /// the JSON).
+    pub fn from_json(text: &str, storage_options: HashMap<String, String>) -> Result<ScanTask> {
+        let mut task: ScanTask = serde_json::from_str(text).map_err(|source| Error::Json {
             context: "scan task".to_string(),
             source,
-        })
+        })?;
+        task.storage_options = storage_options;
+        Ok(task)
     }
 
     fn spec(&self) -> Result<ScanSpec> {

@@ -21,7 +21,7 @@ use super::fail_point;
 use crate::dv;
 use crate::error::{Error, Result};
 use crate::format::bitmap;
-use crate::format::descriptor::DeletionVectorDescriptor;
+use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
 use crate::log::replay::normalize_path;
@@ -90,10 +90,6 @@ fn dv_file_groups(maps: &[RoaringTreemap], target: usize) -> Vec<std::ops::Range
     groups
 }
 
-fn dv_files_needed(maps: &[RoaringTreemap], target: usize) -> u64 {
-    dv_file_groups(maps, target).len() as u64
-}
-
 /// Write `maps` into as few DV files of about `target` bytes as possible;
 /// descriptors in the order of `maps`.
 async fn write_dv_files(
@@ -115,7 +111,7 @@ impl Default for DeleteOptions {
             inline_threshold: 0,
             max_attempts: 1000,
             predicate: None,
-            engine_info: format!("deltadv/{}", env!("CARGO_PKG_VERSION")),
+            engine_info: super::ENGINE_INFO.to_string(),
             dv_file_target_size: DEFAULT_DV_FILE_TARGET_SIZE,
             allow_copy_on_write: false,
         }
@@ -574,16 +570,12 @@ async fn check_and_rebase(
 
 /// Each target's change, with the new DVs written: descriptors of `NewDv`
 /// changes resolved (inline, or in the DV files written here, about
-/// `dv_file_target_size` each), and the number of DV files written.
-#[allow(clippy::type_complexity)]
+/// `dv_file_target_size` each).
 async fn write_changes<'a>(
     store: &TableStore,
     targets: &'a BTreeMap<String, Target>,
     options: &DeleteOptions,
-) -> Result<(
-    Vec<(&'a Target, Change, Option<DeletionVectorDescriptor>)>,
-    u64,
-)> {
+) -> Result<Vec<(&'a Target, Change, Option<DeletionVectorDescriptor>)>> {
     let inline = |map: &RoaringTreemap| {
         options.inline_threshold > 0 && bitmap::serialized_size(map) <= options.inline_threshold
     };
@@ -601,13 +593,13 @@ async fn write_changes<'a>(
         }
         plans.push((t, change));
     }
-    let (mut written, files) = if file_maps.is_empty() {
-        (Vec::new().into_iter(), 0)
+    let mut written = if file_maps.is_empty() {
+        Vec::new().into_iter()
     } else {
         fail_point("dv_write")?;
-        let files = dv_files_needed(&file_maps, options.dv_file_target_size);
-        let d = write_dv_files(store, &file_maps, options.dv_file_target_size).await?;
-        (d.into_iter(), files)
+        write_dv_files(store, &file_maps, options.dv_file_target_size)
+            .await?
+            .into_iter()
     };
     let mut out = Vec::with_capacity(plans.len());
     for (t, change) in plans {
@@ -623,7 +615,7 @@ async fn write_changes<'a>(
             };
         out.push((t, change, descriptor));
     }
-    Ok((out, files))
+    Ok(out)
 }
 
 /// The remove/add actions for the current targets (one DV file for all new
@@ -635,8 +627,10 @@ async fn prepare(
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
     let now = now_ms();
     let mut m = DeleteMetrics::default();
-    let (plans, files) = write_changes(store, targets, options).await?;
-    m.num_dv_files_written = files;
+    let plans = write_changes(store, targets, options).await?;
+    // DV files this commit references: written here, or on the executors
+    // that prepared the changes (a Spark DELETE).
+    let mut dv_files = std::collections::HashSet::new();
     let mut actions = Vec::new();
     for (t, change, new_dv) in plans {
         let had_dv = t.add.deletion_vector.is_some();
@@ -660,6 +654,9 @@ async fn prepare(
         match descriptor {
             None => m.num_removed_files += 1,
             Some(d) => {
+                if d.storage_type() != StorageType::Inline {
+                    dv_files.insert(d.path_or_inline_dv().to_string());
+                }
                 if had_dv {
                     m.num_deletion_vectors_updated += 1;
                 }
@@ -668,6 +665,7 @@ async fn prepare(
             }
         }
     }
+    m.num_dv_files_written = dv_files.len() as u64;
     Ok((actions, m))
 }
 
@@ -838,7 +836,7 @@ pub async fn prepare_files(
         add_target(&mut targets, key, &add, n, rows)?;
     }
     load_base_dvs(store, &mut targets).await?;
-    let (changes, _) = write_changes(store, &targets, options).await?;
+    let changes = write_changes(store, &targets, options).await?;
     let mut out = Vec::new();
     for (t, change, new_dv) in changes {
         let (descriptor, deleted) = match change {

@@ -14,6 +14,9 @@ pub mod delete;
 
 use crate::error::{Error, Result};
 
+/// `commitInfo.engineInfo` of every commit deltadv writes.
+pub const ENGINE_INFO: &str = concat!("deltadv/", env!("CARGO_PKG_VERSION"));
+
 /// Environment variable naming fault-injection points (comma separated), for
 /// tests: `dv_write`, `commit_put`, `after_commit`.
 pub const FAIL_AT_ENV: &str = "DELTADV_FAIL_AT";

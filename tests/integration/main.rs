@@ -9,6 +9,7 @@
 mod common;
 mod corrupt;
 mod golden_dvs;
+mod golden_schema;
 mod golden_scan;
 mod golden_snapshots;
 mod properties;

@@ -128,13 +128,29 @@ def test_time_travel_by_timestamp(golden: Path, tmp_path: Path) -> None:
 
 
 def test_version_beyond_latest(golden: Path) -> None:
-    with pytest.raises(ValueError, match="version 99 requested"):
+    with pytest.raises(deltadv.VersionNotFoundError, match="version 99 requested"):
         DeltaTable(str(golden / "delta-kernel-rs/table-with-dv-small"), version=99)
 
 
 def test_not_a_table(tmp_path: Path) -> None:
-    with pytest.raises(deltadv.DeltaDVError, match="not a Delta table"):
+    # A directory that exists but holds no Delta log.
+    (tmp_path / "part-0.parquet").write_bytes(b"PAR1")
+    with pytest.raises(deltadv.TableNotFoundError, match="is not a Delta table: it has no _delta_log"):
         DeltaTable(str(tmp_path))
+    (tmp_path / "_delta_log").mkdir()
+    (tmp_path / "_delta_log" / "notes.txt").write_text("x")
+    with pytest.raises(deltadv.TableNotFoundError, match="is not a Delta table"):
+        DeltaTable(str(tmp_path))
+
+
+def test_missing_path_is_not_a_table(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    with pytest.raises(deltadv.TableNotFoundError, match="the path does not exist") as info:
+        DeltaTable(str(missing))
+    assert "no-such-dir" in str(info.value)
+    # Callers that only know builtins catch it as a missing file.
+    assert isinstance(info.value, FileNotFoundError)
+    assert isinstance(info.value, deltadv.DeltaDVError)
 
 
 # --- corrupt logs: each a clear error naming the file -----------------------------------
@@ -147,14 +163,14 @@ def writable_table(golden: Path, tmp_path: Path) -> Path:
 
 def test_missing_version_in_the_middle(writable_table: Path) -> None:
     (writable_table / "_delta_log" / f"{43:020}.json").unlink()
-    with pytest.raises(deltadv.DeltaDVError, match=r"00000000000000000043\.json.*missing"):
+    with pytest.raises(deltadv.CorruptLogError, match=r"00000000000000000043\.json.*missing"):
         DeltaTable(str(writable_table))
 
 
 def test_malformed_json_line(writable_table: Path) -> None:
     f = writable_table / "_delta_log" / f"{45:020}.json"
     f.write_text(f.read_text() + '{"add": {"path": \n')
-    with pytest.raises(deltadv.DeltaDVError, match=r"00000000000000000045\.json.*line \d+"):
+    with pytest.raises(deltadv.CorruptLogError, match=r"00000000000000000045\.json.*line \d+"):
         DeltaTable(str(writable_table))
 
 
@@ -163,7 +179,7 @@ def test_checkpoint_disagrees_with_last_checkpoint(writable_table: Path) -> None
     hint = json.loads(f.read_text())
     hint["size"] = hint["size"] + 7
     f.write_text(json.dumps(hint))
-    with pytest.raises(deltadv.DeltaDVError, match=r"checkpoint\.parquet.*_last_checkpoint"):
+    with pytest.raises(deltadv.CorruptLogError, match=r"checkpoint\.parquet.*_last_checkpoint"):
         DeltaTable(str(writable_table))
 
 
@@ -173,7 +189,7 @@ def test_unsupported_reader_feature(golden: Path, tmp_path: Path) -> None:
     f.write_text(
         f.read_text().replace('"deletionVectors"]', '"deletionVectors","fancyNewThing"]', 1)
     )
-    with pytest.raises(deltadv.DeltaDVError, match='reader feature "fancyNewThing"'):
+    with pytest.raises(deltadv.DeltaProtocolError, match='reader feature "fancyNewThing"'):
         DeltaTable(str(root))
 
 
@@ -184,5 +200,5 @@ def test_illegal_duplicate_add(golden: Path, tmp_path: Path) -> None:
     add = next(json.loads(x) for x in lines if '"add"' in x)
     add["add"].pop("deletionVector")
     f.write_text("\n".join([*lines, json.dumps(add)]) + "\n")
-    with pytest.raises(deltadv.DeltaDVError, match=r"00000000000000000001\.json.*added twice"):
+    with pytest.raises(deltadv.CorruptLogError, match=r"00000000000000000001\.json.*added twice"):
         DeltaTable(str(root))

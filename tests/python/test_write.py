@@ -82,12 +82,35 @@ def test_write_arrow_then_delete_read_by_everyone(delta_spark: Any, tmp_path: Pa
     assert len(t.scan_tasks(filter="id < 100")) < len(adds)
 
 
+def _parquet_files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
 def test_create_refuses_an_existing_table(tmp_path: Path) -> None:
-    path = str(tmp_path / "t")
-    write_table(path, _data())
+    root = tmp_path / "t"
+    write_table(str(root), _data())
+    before = _parquet_files(root)
+    with pytest.raises(deltadv.TableAlreadyExistsError, match="already exists") as info:
+        write_table(str(root), _data())
+    assert isinstance(info.value, FileExistsError)
+    # Checked before anything was written: no orphan data file.
+    assert _parquet_files(root) == before
+    assert deltadv.DeltaTable(str(root)).count() == N
+
+
+def test_create_that_loses_the_race_removes_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "t"
+    write_table(str(root), _data())
+    before = _parquet_files(root)
+    # Another writer creates the table between our check and our commit: the
+    # check passes, the put-if-absent of version 0 loses.
+    monkeypatch.setattr(deltadv.write, "check_no_table", lambda *_: None)
     with pytest.raises(CommitConflictError):
-        write_table(path, _data())
-    assert deltadv.DeltaTable(path).count() == N
+        write_table(str(root), _data())
+    assert _parquet_files(root) == before
+    assert deltadv.DeltaTable(str(root)).count() == N
 
 
 def test_enable_deletion_vectors_on_a_table_that_lacks_them(
