@@ -146,11 +146,11 @@ class DeltaTable:
     ) -> list[ScanTask]:
         """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
         or several per file larger than ``split_size`` bytes (split by row groups).
-        ``task.read()`` streams the task's rows and needs no log replay. With ``filter_rows=False`` the filter
-        only prunes (files, row groups) and the caller applies it to the rows, as
-        Spark does; predicates that do not bind are then ignored instead of
-        raising. ``with_metadata`` adds each row's ``_row_index`` (physical index
-        in its file) and ``_file_path`` columns."""
+        ``task.read()`` streams the task's rows and needs no log replay. With
+        ``filter_rows=False`` the filter only prunes (files, row groups) and the
+        caller applies it to the rows, as Spark does; predicates that do not bind
+        are then ignored instead of raising. ``with_metadata`` adds each row's
+        ``_row_index`` (physical index in its file) and ``_file_path`` columns."""
         tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size, with_metadata)
         options = self._raw.storage_options
         return [ScanTask(t, options) for t in tasks]

@@ -274,7 +274,7 @@ def test_every_row_deleted(spark_ds: Any, tmp_path: Path) -> None:
 
 def test_missing_table_is_a_clear_error(spark_ds: Any, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-table"
-    with pytest.raises(Exception, match="no Delta table at .* the path does not exist") as info:
+    with pytest.raises(Exception, match=r"no Delta table at .* the path does not exist") as info:
         spark_ds.read.format("deltadv").load(str(missing)).collect()
     assert "no-such-table" in str(info.value)
 

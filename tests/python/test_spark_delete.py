@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import deltadv
 from deltadv import spark as dspark
 
@@ -32,6 +34,12 @@ def _delta_ids(spark: Any, path: str) -> list[int]:
     return sorted(r["id"] for r in rows)
 
 
+def history_predicate(spark: Any, path: str, version: int) -> str:
+    """The DELETE predicate Delta Spark's DESCRIBE HISTORY shows for ``version``."""
+    rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    return next(r for r in rows if r["version"] == version)["operationParameters"]["predicate"]
+
+
 def _commit(path: str, version: int) -> list[dict[str, Any]]:
     text = (Path(path) / "_delta_log" / f"{version:020}.json").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -47,9 +55,11 @@ def test_spark_delete_round_trip_with_delta_spark(delta_spark: Any, tmp_path: Pa
     m = table.delete("id % 7 = 0 AND s LIKE 'v1%'")
     gone = {i for i in range(N) if i % 7 == 0 and str(i).startswith("1")}
     assert m["num_deleted_rows"] == len(gone) and m["version"] == 1
-    assert m["num_dv_files_written"] == 0  # DV files are written by the executors
     adds = [a["add"] for a in _commit(path, 1) if "add" in a]
     assert adds and all(a["deletionVector"]["storageType"] == "u" for a in adds)
+    # DV files are written by the executors: the metric counts the commit's DV files
+    dv_files = {a["deletionVector"]["pathOrInlineDv"] for a in adds}
+    assert m["num_dv_files_written"] == len(dv_files) > 0
     assert _delta_ids(spark, path) == [i for i in range(N) if i not in gone]
 
     # 2. Delta Spark deletes on top of our DVs; deltadv reads that
@@ -62,8 +72,18 @@ def test_spark_delete_round_trip_with_delta_spark(delta_spark: Any, tmp_path: Pa
     from pyspark.sql import functions as F
 
     m = table.delete((F.col("id") >= 5900) | (F.col("s") == "v42"))
-    gone |= {i for i in range(5900, N)} | {42}
+    newly = ({i for i in range(5900, N)} | {42}) - gone
+    gone |= newly
     assert m["num_deletion_vectors_updated"] > 0
+    # History records Spark SQL text (a JSON list of strings), not a Column repr:
+    # Spark evaluates it on the version before and finds exactly the rows deleted.
+    info = next(a["commitInfo"] for a in _commit(path, m["version"]) if "commitInfo" in a)
+    (recorded,) = json.loads(info["operationParameters"]["predicate"])
+    assert "Column<" not in recorded
+    before = spark.read.format("delta").option("versionAsOf", m["version"] - 1).load(path)
+    hit = sorted(r["id"] for r in before.filter(recorded).select("id").collect())
+    assert hit == sorted(newly) and m["num_deleted_rows"] == len(newly)
+    assert history_predicate(spark, path, m["version"]) == info["operationParameters"]["predicate"]
     assert _delta_ids(spark, path) == [i for i in range(N) if i not in gone]
 
     # 4. a partition-only condition removes whole files without DVs
@@ -90,3 +110,20 @@ def test_spark_delete_round_trip_with_delta_spark(delta_spark: Any, tmp_path: Pa
     dl = deltalake.DeltaTable(path).scan(columns=["id"]).read_all()
     assert sorted(dl["id"].to_pylist()) == expected
     assert sorted(deltadv.DeltaTable(path).to_pyarrow(["id"])["id"].to_pylist()) == expected
+
+
+def test_spark_delete_unknown_column_names_only_table_columns(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.errors import AnalysisException
+
+    spark = delta_spark
+    path = str(tmp_path / "t")
+    _make(spark, path)
+    table = dspark.DeltaTable.forPath(spark, path)
+    with pytest.raises(AnalysisException) as info:
+        table.delete("idd = 3 AND s LIKE 'v%'")
+    message = str(info.value).split("\n")[0]
+    assert "`idd`" in message and "`id`" in message
+    assert "_row_index" not in message and "_file_path" not in message
+    assert deltadv.DeltaTable(path).version() == 0  # nothing committed

@@ -135,7 +135,8 @@ def test_version_beyond_latest(golden: Path) -> None:
 def test_not_a_table(tmp_path: Path) -> None:
     # A directory that exists but holds no Delta log.
     (tmp_path / "part-0.parquet").write_bytes(b"PAR1")
-    with pytest.raises(deltadv.TableNotFoundError, match="is not a Delta table: it has no _delta_log"):
+    not_a_table = "is not a Delta table: it has no _delta_log"
+    with pytest.raises(deltadv.TableNotFoundError, match=not_a_table):
         DeltaTable(str(tmp_path))
     (tmp_path / "_delta_log").mkdir()
     (tmp_path / "_delta_log" / "notes.txt").write_text("x")
