@@ -150,7 +150,7 @@ def check(w: Workload, path: Path, cell: Cell, dv: bool, run: Run) -> list[str]:
     t = deltadv.DeltaTable(str(path))
     if t.count() != w.total - n * k:
         problems.append(f"log row count {t.count()}, not {w.total - n * k}")
-    files = t.files()
+    files = t.get_add_actions()
     with_dv = files.num_rows - files["dv_cardinality"].null_count
     if with_dv != (n if dv else 0):
         problems.append(f"{with_dv} files with a DV, expected {n if dv else 0}")

@@ -128,7 +128,7 @@ def check(path: Path, rows: int, key: int, dv: bool, run: Run) -> list[str]:
         problems.append(f"version {t.version()}, not 1")
     if t.count() != rows - 1:
         problems.append(f"log row count {t.count()}, not {rows - 1}")
-    files = t.files()
+    files = t.get_add_actions()
     with_dv = files.num_rows - files["dv_cardinality"].null_count
     if with_dv != (1 if dv else 0):
         problems.append(f"{with_dv} files with a DV, expected {1 if dv else 0}")

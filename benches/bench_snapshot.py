@@ -24,7 +24,7 @@ files, set of paths, total numRecords, and deltadv's counts against what the
 builder expects) and times, best of ``--repeat`` after ``--warmup`` rounds, in
 this process:
 
-* deltadv:   ``deltadv.DeltaTable(path)`` + ``.files()``  (pyarrow Table)
+* deltadv:   ``deltadv.DeltaTable(path)`` + ``.get_add_actions()``  (pyarrow Table)
 * deltalake: ``deltalake.DeltaTable(path)`` + ``.get_add_actions(flatten=True)``
   (one row per live file with its stats; an arro3 Table, so its conversion to a
   pyarrow Table is timed separately and NOT counted in the total)
@@ -437,7 +437,7 @@ def check(root: Path, e: dict) -> str:
 
     ours = deltadv.DeltaTable(str(root))
     theirs = deltalake.DeltaTable(str(root))
-    files = ours.files()
+    files = ours.get_add_actions()
     actions = pa.table(theirs.get_add_actions(flatten=True))
     same("version", ours.version(), theirs.version(), e["version"])
     same("live files", files.num_rows, actions.num_rows, e["live_files"])
@@ -498,7 +498,7 @@ def run_deltadv(root: str) -> tuple[float, ...]:
     t0 = time.perf_counter()
     dt = deltadv.DeltaTable(root)
     t1 = time.perf_counter()
-    files = dt.files()
+    files = dt.get_add_actions()
     t2 = time.perf_counter()
     assert files.num_rows > 0
     return (t2 - t0, t1 - t0, t2 - t1)

@@ -161,11 +161,11 @@ def main() -> None:
     path = str(table)
 
     dt = deltadv.DeltaTable(path)
-    files = dt.files()
+    files = dt.get_add_actions()
     paths = [str(table / p) for p in files["path"].to_pylist()]
     with_dv = files.num_rows - files["dv_cardinality"].null_count
     deleted = pc.sum(files["dv_cardinality"]).as_py() or 0
-    size = pc.sum(files["size"]).as_py()
+    size = pc.sum(files["size_bytes"]).as_py()
     print(
         f"  {path}: version {dt.version()}, {files.num_rows} live files ({size / 1e6:.0f} MB), "
         f"{with_dv} with a DV, numRecords {pc.sum(files['num_records']).as_py():,}, "

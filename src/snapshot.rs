@@ -529,9 +529,10 @@ impl Snapshot {
         Ok(with_dv.iter().map(|(i, _)| *i).zip(maps).collect())
     }
 
-    /// The live files as one Arrow batch: path, size, modification_time,
-    /// data_change, num_records, logical_rows, tight_bounds, the DV descriptor
-    /// fields, and `partition_values` (a struct of typed columns, logical names).
+    /// The live files as one Arrow batch (column names as deltalake's
+    /// `get_add_actions`): path, size_bytes, modification_time, data_change,
+    /// num_records, logical_rows, tight_bounds, the DV descriptor fields, and
+    /// `partition` (a struct of typed columns, logical names).
     pub fn files_batch(&self) -> Result<RecordBatch> {
         let n = self.num_files();
         let mut path = StringBuilder::with_capacity(n, n * 64);
@@ -625,7 +626,7 @@ impl Snapshot {
         };
         let columns: Vec<(&str, ArrayRef, bool)> = vec![
             ("path", Arc::new(path.finish()), false),
-            ("size", Arc::new(size.finish()), false),
+            ("size_bytes", Arc::new(size.finish()), false),
             ("modification_time", Arc::new(mtime.finish()), false),
             ("data_change", Arc::new(data_change.finish()), false),
             ("num_records", Arc::new(num_records.finish()), true),
@@ -637,7 +638,7 @@ impl Snapshot {
             ("dv_size_in_bytes", Arc::new(dv_size.finish()), true),
             ("dv_cardinality", Arc::new(dv_card.finish()), true),
             ("dv_unique_id", Arc::new(dv_id.finish()), true),
-            ("partition_values", partition_struct, false),
+            ("partition", partition_struct, false),
         ];
         let fields: Vec<Field> = columns
             .iter()
@@ -678,6 +679,12 @@ impl Snapshot {
                 map.insert("version".to_string(), Value::from(f.version));
                 map.entry("timestamp")
                     .or_insert(Value::from(f.last_modified));
+                // What Delta Spark's history shows as the commit time (without
+                // in-commit timestamps): the commit file's modification time.
+                map.insert(
+                    "commitFileModificationTime".to_string(),
+                    Value::from(f.last_modified),
+                );
             }
             Ok::<_, Error>(info)
         }))

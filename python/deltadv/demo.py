@@ -26,7 +26,7 @@ def table_demo(root: Path, spark: bool) -> None:
     made = make_table(root, files=4, rows_per_file=200_000, deleted=deleted)
     print(f"\nSample table {root.name}: 4 files x 200,000 rows; DVs on 2 files, in one DV file")
     table = deltadv.DeltaTable(str(root))
-    files = table.files()
+    files = table.get_add_actions()
     print(f"  version {table.version()}, {files.num_rows} live files, count() = {table.count():,}")
     print(files.select(["path", "num_records", "logical_rows", "dv_storage_type", "dv_offset"]))
     rows = table.to_pyarrow(["id"])

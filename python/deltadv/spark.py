@@ -213,10 +213,59 @@ class DeltaTable:
             [r["prepared"] for r in prepared], predicate_sql, inline_threshold
         )
 
-    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """commitInfo of each commit, newest first."""
+    def history(self, limit: int | None = None) -> DataFrame:
+        """The table's commits, newest first, as a DataFrame with the columns of
+        Delta Spark's ``DeltaTable.history()`` / ``DESCRIBE HISTORY``."""
+        from datetime import datetime, timezone
+
         self._table.update_incremental()
-        return self._table.history(limit)
+        rows = []
+        previous = None
+        # Delta Spark's commit time: the in-commit timestamp, else the commit file's
+        # modification time made monotonic (a later commit is never earlier).
+        for info in reversed(self._table.history(limit)):
+            ts = info.get("inCommitTimestamp", info.get("commitFileModificationTime"))
+            if ts is not None and previous is not None and ts <= previous:
+                ts = previous + 1
+            previous = ts
+            rows.append(
+                (
+                    info["version"],
+                    None if ts is None else datetime.fromtimestamp(ts / 1000, timezone.utc),
+                    info.get("userId"),
+                    info.get("userName"),
+                    info.get("operation"),
+                    _string_map(info.get("operationParameters")),
+                    None,  # job
+                    None,  # notebook
+                    info.get("clusterId"),
+                    info.get("readVersion"),
+                    info.get("isolationLevel"),
+                    info.get("isBlindAppend"),
+                    _string_map(info.get("operationMetrics")),
+                    info.get("userMetadata"),
+                    info.get("engineInfo"),
+                )
+            )
+        return self._spark.createDataFrame(rows[::-1], HISTORY_SCHEMA)
+
+
+#: Delta Spark's DESCRIBE HISTORY schema.
+HISTORY_SCHEMA = (
+    "version bigint, timestamp timestamp, userId string, userName string, operation string, "
+    "operationParameters map<string,string>, "
+    "job struct<jobId:string,jobName:string,jobRunId:string,runId:string,jobOwnerId:string,"
+    "triggerType:string>, notebook struct<notebookId:string>, clusterId string, "
+    "readVersion bigint, isolationLevel string, isBlindAppend boolean, "
+    "operationMetrics map<string,string>, userMetadata string, engineInfo string"
+)
+
+
+def _string_map(value: Any) -> dict[str, str] | None:
+    """A commitInfo map as Delta Spark shows it: values as strings (JSON for non-strings)."""
+    if value is None:
+        return None
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
 
 
 def _is_partition_only(table: _LocalTable, text: str) -> bool:

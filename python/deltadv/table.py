@@ -104,10 +104,19 @@ class DeltaTable:
         """The metaData action (id, schemaString, partitionColumns, configuration, ...)."""
         return self._raw.metadata()
 
-    def files(self) -> pa.Table:
-        """Live files: path, size, num_records, logical_rows, tight_bounds, the DV
-        descriptor fields (``dv_*``), and ``partition_values`` (typed struct)."""
-        return pa.table(self._raw.files())
+    def files(self) -> list[str]:
+        """Paths of the live data files, relative to the table root (URL-decoded),
+        as deltalake's ``files()`` listed them."""
+        return self.get_add_actions().column("path").to_pylist()
+
+    def get_add_actions(self, flatten: bool = False) -> pa.Table:
+        """The live files' add actions as a table, as deltalake's ``get_add_actions``:
+        path, size_bytes, modification_time, data_change, num_records, plus
+        logical_rows (num_records minus deleted rows), tight_bounds, the DV
+        descriptor fields (``dv_*``), and ``partition`` (a struct of typed
+        columns). ``flatten`` turns the struct into ``partition.<column>`` columns."""
+        table = pa.table(self._raw.add_actions_table())
+        return table.flatten() if flatten else table
 
     def deletion_vectors(self) -> dict[str, DeletionVector]:
         """The deletion vector of every live file that has one, by file path."""
@@ -127,13 +136,20 @@ class DeltaTable:
         """
         return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter))
 
-    def to_pyarrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
-        """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`)."""
+    def to_pyarrow_table(
+        self, columns: list[str] | None = None, filter: str | None = None
+    ) -> pa.Table:
+        """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`),
+        as deltalake's ``to_pyarrow_table``."""
         return self.scan(columns, filter).read_all()
+
+    def to_pyarrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
+        """Alias of :meth:`to_pyarrow_table` (deltadv's earlier name)."""
+        return self.to_pyarrow_table(columns, filter)
 
     def to_pandas(self, columns: list[str] | None = None, filter: str | None = None) -> Any:
         """The table's rows (DVs applied) as a pandas DataFrame (needs pandas)."""
-        return self.to_pyarrow(columns, filter).to_pandas()
+        return self.to_pyarrow_table(columns, filter).to_pandas()
 
     def scan_tasks(
         self,
@@ -222,14 +238,14 @@ class DeltaTable:
         )
 
     def count(self) -> int:
-        """Logical row count from the log: sum(numRecords) - sum(DV cardinality)."""
-        files = self.files()
-        if files.num_rows and files["logical_rows"].null_count:
-            raise ValueError("some files have no numRecords statistics")
-        return int(pc.sum(files["logical_rows"]).as_py() or 0)
+        """Live row count: sum(numRecords) - sum(DV cardinality) from the log; files
+        whose stats lack numRecords have their parquet footer read instead."""
+        return self._raw.count()
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """commitInfo of each commit, newest first, with ``version`` and ``timestamp``."""
+        """commitInfo of each commit, newest first (as deltalake's ``history``), with
+        ``version``, ``timestamp`` (commitInfo's, else the commit file's modification
+        time) and ``commitFileModificationTime`` (milliseconds)."""
         return self._raw.history(limit)
 
     def load_as_version(self, version: int | datetime | str) -> None:

@@ -317,13 +317,14 @@ pub struct DeletionVectorDescriptor {
 #[pymethods]
 impl DeletionVectorDescriptor {
     #[new]
-    #[pyo3(signature = (storage_type, path_or_inline_dv, size_in_bytes, cardinality, offset=None))]
+    #[pyo3(signature = (storage_type, path_or_inline_dv, size_in_bytes, cardinality, offset=None, max_row_index=None))]
     fn new(
         storage_type: &str,
         path_or_inline_dv: String,
         size_in_bytes: i64,
         cardinality: i64,
         offset: Option<i64>,
+        max_row_index: Option<u64>,
     ) -> PyResult<Self> {
         let inner = RsDescriptor::try_new(
             storage_type,
@@ -332,7 +333,8 @@ impl DeletionVectorDescriptor {
             size_in_bytes,
             cardinality,
         )
-        .map_err(to_py)?;
+        .map_err(to_py)?
+        .with_max_row_index(max_row_index);
         Ok(DeletionVectorDescriptor { inner })
     }
 
@@ -401,15 +403,27 @@ impl DeletionVectorDescriptor {
         Ok(DeletionVector { map })
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "DeletionVectorDescriptor(storage_type={:?}, path_or_inline_dv={:?}, offset={:?}, size_in_bytes={}, cardinality={})",
-            self.inner.storage_type().code(),
-            self.inner.path_or_inline_dv(),
-            self.inner.offset(),
+    /// Python syntax, in the constructor's keyword form (evaluates back to an
+    /// equal descriptor).
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let text = |s: &str| -> PyResult<String> {
+            Ok(pyo3::types::PyString::new(py, s).repr()?.to_string())
+        };
+        let offset = self
+            .inner
+            .offset()
+            .map_or_else(|| "None".to_string(), |o| o.to_string());
+        let max_row_index = self
+            .inner
+            .max_row_index()
+            .map_or_else(String::new, |m| format!(", max_row_index={m}"));
+        Ok(format!(
+            "DeletionVectorDescriptor(storage_type={}, path_or_inline_dv={}, size_in_bytes={}, cardinality={}, offset={offset}{max_row_index})",
+            text(self.inner.storage_type().code())?,
+            text(self.inner.path_or_inline_dv())?,
             self.inner.size_in_bytes(),
             self.inner.cardinality()
-        )
+        ))
     }
 }
 

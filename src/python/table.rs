@@ -159,9 +159,16 @@ impl RawDeltaTable {
         json_to_py(py, self.snapshot.metadata())
     }
 
-    fn files(&self, py: Python<'_>) -> PyResult<ArrowStream> {
+    fn add_actions_table(&self, py: Python<'_>) -> PyResult<ArrowStream> {
         let batch = py.detach(|| self.snapshot.files_batch()).map_err(to_py)?;
         Ok(ArrowStream::new(batch.schema(), vec![batch]))
+    }
+
+    /// Live rows: from the log's stats, reading footers of files without them.
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| block_on(crate::scan::count_rows(&self.snapshot)))
+            .map_err(to_py)?
+            .map_err(to_py)
     }
 
     /// `[(path, DeletionVector)]` for every live file with a DV (one GET per DV file).

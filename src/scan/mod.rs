@@ -196,6 +196,34 @@ pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result
     Ok(u64::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
+/// Footers read at once by [`count_rows`].
+const COUNT_CONCURRENCY: usize = 8;
+
+/// The table's live row count: Σ numRecords − Σ DV cardinality, from the log;
+/// files whose stats lack numRecords have their parquet footer read instead
+/// (only those, a few at a time).
+pub async fn count_rows(snapshot: &Snapshot) -> Result<u64> {
+    let store = snapshot.store();
+    let mut known: u64 = 0;
+    let mut unknown = Vec::new();
+    for f in snapshot.files()? {
+        let deleted = f.add.deletion_vector.as_ref().map_or(0, |d| d.cardinality());
+        match f.num_records {
+            Some(n) => known += u64::try_from(n).unwrap_or(0).saturating_sub(deleted),
+            None => unknown.push((f.path, u64::try_from(f.add.size).unwrap_or(0), deleted)),
+        }
+    }
+    let counted: Vec<u64> = futures::stream::iter(unknown)
+        .map(|(path, size, deleted)| async move {
+            let rows = file_row_count(store, &path, size).await?;
+            Ok::<u64, Error>(rows.saturating_sub(deleted))
+        })
+        .buffer_unordered(COUNT_CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(known + counted.iter().sum::<u64>())
+}
+
 /// Parquet metadata (footer) of the data file at `path` (table-relative,
 /// URL-decoded) of `size` bytes, INT96 timestamps read as microseconds.
 pub async fn load_metadata_for(

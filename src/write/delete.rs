@@ -427,7 +427,7 @@ async fn delete_rows_of(
         };
         let f = live.get(&key).ok_or_else(|| Error::NotFound {
             path: format!(
-                "{path} is not a live data file of {} at version {}",
+                "{path} (not a live data file of {} at version {})",
                 store.url(),
                 snapshot.version()
             ),

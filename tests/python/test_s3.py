@@ -60,7 +60,7 @@ def test_golden_tables_on_s3(s3: str, golden: Path) -> None:
         if name in TEST_PREFIXED:
             continue
         t.update_incremental()
-        files = t.files()
+        files = t.get_add_actions()
         dv_files = _dv_files(files)
         before = t.request_counts()["gets"]
         dvs = t.deletion_vectors()

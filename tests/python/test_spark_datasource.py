@@ -104,7 +104,7 @@ def dv_table(spark_ds: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 7 = 0")
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id BETWEEN 300 AND 450 OR part = 2 AND id < 900")
-    files = deltadv.DeltaTable(path).files()
+    files = deltadv.DeltaTable(path).get_add_actions()
     assert files["dv_storage_type"].null_count < files.num_rows, "DELETE wrote no DVs"
     return path
 
@@ -164,8 +164,8 @@ def test_pushed_filters_prune_files(spark_ds: Any, dv_table: str) -> None:
         df = reader.load(dv_table)  # a fresh load() per query
         return (df if condition is None else df.filter(condition)).rdd.getNumPartitions()
 
-    live = deltadv.DeltaTable(dv_table).files()
-    parts = [p["part"] for p in live["partition_values"].to_pylist()]
+    live = deltadv.DeltaTable(dv_table).get_add_actions()
+    parts = [p["part"] for p in live["partition"].to_pylist()]
     # 5 partition values x 4 id ranges, less files whose rows were all deleted
     assert tasks(None) == live.num_rows > 15
     # partition values

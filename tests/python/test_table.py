@@ -59,7 +59,7 @@ def test_every_golden_table_every_version(
         stats = exp["log_stats"]
         t = DeltaTable(str(root))
         assert t.version() == stats["latest_version"], name
-        files = t.files()
+        files = t.get_add_actions()
         assert files.num_rows == stats["live_files"], name
         assert files["dv_storage_type"].null_count == files.num_rows - stats["live_files_with_dv"]
         assert t.count() == exp["rows"], name
@@ -86,7 +86,7 @@ def test_small_table_details(golden: Path) -> None:
     assert "deletionVectors" in t.protocol()["readerFeatures"]
     ((path, dv),) = t.deletion_vectors().items()
     assert path.endswith(".parquet") and list(dv) == [0, 9]
-    row = t.files().to_pylist()[0]
+    row = t.get_add_actions().to_pylist()[0]
     assert row["num_records"] == 10 and row["logical_rows"] == 8 and row["tight_bounds"] is False
     assert row["dv_unique_id"] == "uvBn[lx{q8@P<9BNH/isA@1"
     hist = t.history()
@@ -98,7 +98,7 @@ def test_column_mapping_and_partitions(golden: Path) -> None:
     t = DeltaTable(str(golden / "delta-kernel-rs/golden_data/dv-with-columnmapping/delta"))
     names = t.schema().names
     assert not any(n.startswith("col-") for n in names), names
-    parts = t.files().column("partition_values").combine_chunks()
+    parts = t.get_add_actions().column("partition").combine_chunks()
     assert parts.type.num_fields == 1
     assert all(isinstance(v, int) for v in parts.field(0).to_pylist())
 
