@@ -29,7 +29,7 @@ def table_demo(root: Path, spark: bool) -> None:
     files = table.get_add_actions()
     print(f"  version {table.version()}, {files.num_rows} live files, count() = {table.count():,}")
     print(files.select(["path", "num_records", "logical_rows", "dv_storage_type", "dv_offset"]))
-    rows = table.to_pyarrow(["id"])
+    rows = table.to_pyarrow_table(["id"])
     assert rows.num_rows == made["rows"]
     ids = set(rows["id"].to_pylist())
     print(
