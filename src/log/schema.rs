@@ -1320,7 +1320,7 @@ mod tests {
     fn bad_type_names_and_shapes() {
         for ty in [
             "varchar(3)",
-            "variant",
+            "geometry(OGC:CRS84)",
             "void",
             "interval day to second",
             "Long",
@@ -1342,9 +1342,9 @@ mod tests {
             matches!(&err, Error::Unsupported(m) if m.contains("uuid") && m.contains("s.t.element")),
             "{err}"
         );
-        // Variant given in object form is also unsupported.
+        // An unknown type given in object form is also unsupported.
         let err = StructType::parse(
-            r#"{"type":"struct","fields":[{"name":"v","type":{"type":"variant"},"nullable":true,"metadata":{}}]}"#,
+            r#"{"type":"struct","fields":[{"name":"v","type":{"type":"geography"},"nullable":true,"metadata":{}}]}"#,
         )
         .unwrap_err();
         assert!(matches!(err, Error::Unsupported(_)));
