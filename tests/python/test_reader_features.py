@@ -210,6 +210,17 @@ def test_spark_variant_table(delta_spark: Any, tmp_path: Path) -> None:
     )
     assert got == [(r["id"], None if r["v"] is None else r["v"]["value"]) for r in ours]
 
+    # and through the Python data source, format("deltadv")
+    from deltadv.datasource import register_data_source
+
+    register_data_source(spark)
+    ds = spark.read.format("deltadv").load(path)
+    assert ds.schema["v"].dataType.simpleString() == "struct<value:binary,metadata:binary>"
+    got_ds = sorted(
+        (r["id"], None if r["v"] is None else bytes(r["v"]["value"])) for r in ds.collect()
+    )
+    assert got_ds == got
+
     # DELETE with DVs (a predicate on id; the variant column is not evaluated)
     gone = {i for i in range(N + 1) if i % 4 == 1}
     m = t.delete(_in(gone))
