@@ -21,20 +21,11 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
 use crate::log::checkpoint::{split_batch, AddColumns};
+use crate::log::features;
 use crate::log::replay::{normalize_path, Replayer};
 use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogFileKind, LogSegment};
 
-/// Reader features deltadv implements.
-pub const SUPPORTED_READER_FEATURES: &[&str] = &[
-    "deletionVectors",
-    "columnMapping",
-    "timestampNtz",
-    "v2Checkpoint",
-    "vacuumProtocolCheck",
-];
-/// Highest reader version deltadv implements.
-pub const MAX_READER_VERSION: i32 = 3;
 /// Rows per decoded checkpoint batch.
 const CHECKPOINT_BATCH_ROWS: usize = 65_536;
 /// Commit files fetched at once.
@@ -51,25 +42,10 @@ const CHECKPOINT_COLUMNS: &[&str] = &[
     "sidecar",
 ];
 
-/// Refuse tables that need what we do not implement, naming the feature.
+/// Refuse tables that need what we do not implement, naming the reader
+/// version or feature (the rules live in [`crate::log::features`]).
 pub fn check_protocol(protocol: &Protocol) -> Result<()> {
-    if protocol.min_reader_version > MAX_READER_VERSION || protocol.min_reader_version < 1 {
-        return Err(Error::Unsupported(format!(
-            "table requires reader version {}; deltadv reads versions 1 to {MAX_READER_VERSION}",
-            protocol.min_reader_version
-        )));
-    }
-    if protocol.min_reader_version == 3 {
-        for feature in protocol.reader_features.iter().flatten() {
-            if !SUPPORTED_READER_FEATURES.contains(&feature.as_str()) {
-                return Err(Error::Unsupported(format!(
-                    "table requires reader feature {feature:?}, which deltadv does not support (supported: {})",
-                    SUPPORTED_READER_FEATURES.join(", ")
-                )));
-            }
-        }
-    }
-    Ok(())
+    features::check_read(protocol)
 }
 
 /// `numRecords` and `tightBounds` of a stats string (absent stats: both unknown).
@@ -383,6 +359,7 @@ impl Snapshot {
             detail: "no metaData action".to_string(),
         })?;
         let schema = StructType::parse(&metadata.schema_string)?;
+        features::check_type_changes(&protocol, &schema)?;
         let column_mapping = schema::column_mapping_mode(&metadata.configuration)?;
         let commit_files = result
             .files

@@ -9,6 +9,10 @@
 //!   `{"type":"map","keyType","valueType","valueContainsNull"}`; primitive types
 //!   are strings (`long`, `decimal(10,2)`, `timestamp_ntz`, …). Column names are
 //!   unique regardless of case. Decimal precision is at most 38.
+//! * Variant (table feature `variantType`): type `variant`, stored in data files
+//!   as a struct of two binaries, `value` and `metadata` (Parquet Variant
+//!   encoding); deltadv exposes that struct as is (an alternative the protocol
+//!   allows for engines without a variant type).
 //! * Column mapping: `delta.columnMapping.mode` is `none`, `name` or `id`
 //!   (absent = `none`). Every column, nested or not, carries its physical name in
 //!   `delta.columnMapping.physicalName` and its 32-bit id in
@@ -81,14 +85,16 @@ pub enum DataType {
         value: Box<DataType>,
         value_contains_null: bool,
     },
+    /// Semi-structured data: `struct<value: binary, metadata: binary>` in files.
+    Variant,
 }
 
 impl DataType {
-    /// True for every type that is not a struct, array or map.
+    /// True for every type that is not a struct, array, map or variant.
     pub fn is_primitive(&self) -> bool {
         !matches!(
             self,
-            DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. }
+            DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. } | DataType::Variant
         )
     }
 
@@ -142,6 +148,7 @@ impl fmt::Display for DataType {
             DataType::Date => f.write_str("date"),
             DataType::Timestamp => f.write_str("timestamp"),
             DataType::TimestampNtz => f.write_str("timestamp_ntz"),
+            DataType::Variant => f.write_str("variant"),
             DataType::Decimal { precision, scale } => write!(f, "decimal({precision},{scale})"),
             DataType::Struct(st) => {
                 f.write_str("struct<")?;
@@ -320,6 +327,7 @@ fn parse_primitive(name: &str, path: &str) -> Result<DataType> {
         "date" => DataType::Date,
         "timestamp" => DataType::Timestamp,
         "timestamp_ntz" => DataType::TimestampNtz,
+        "variant" => DataType::Variant,
         // Spark's JSON reader treats a bare "decimal" as its default decimal(10,0).
         "decimal" => DataType::Decimal {
             precision: 10,
@@ -378,6 +386,12 @@ fn parse_type(value: &Value, path: &str) -> Result<DataType> {
             "column '{path}': a type must be a string or an object, found {other}"
         ))),
     }
+}
+
+/// Parse one Delta type (a type name, or a struct/array/map object); `path`
+/// names the column in errors.
+pub fn parse_data_type(value: &Value, path: &str) -> Result<DataType> {
+    parse_type(value, path)
 }
 
 fn parse_field(value: &Value, parent: &str) -> Result<StructField> {
@@ -695,6 +709,7 @@ fn convert_type(
         DataType::Struct(st) => {
             ArrowDataType::Struct(Fields::from(st.to_arrow_fields(mode, physical)?))
         }
+        DataType::Variant => variant_arrow_type(),
         DataType::Array {
             element,
             contains_null,
@@ -721,6 +736,20 @@ fn convert_type(
             ArrowDataType::Map(Arc::new(entries), false)
         }
     })
+}
+
+/// Names of the two binary children of a variant column in data files.
+pub const VARIANT_VALUE: &str = "value";
+pub const VARIANT_METADATA: &str = "metadata";
+
+/// The Arrow type deltadv reads a variant column as: the unshredded physical
+/// form, `struct<value: binary, metadata: binary>` (both always set in a
+/// non-null variant).
+pub fn variant_arrow_type() -> ArrowDataType {
+    ArrowDataType::Struct(Fields::from(vec![
+        Field::new(VARIANT_VALUE, ArrowDataType::Binary, false),
+        Field::new(VARIANT_METADATA, ArrowDataType::Binary, false),
+    ]))
 }
 
 /// The Arrow type of a Delta type. Nested struct fields are named and annotated as
@@ -976,7 +1005,7 @@ pub fn partition_array(column: &str, dt: &DataType, values: &[Option<&str>]) -> 
                     .map_err(|e| schema_err(format!("column '{column}': {e}")))?,
             )
         }
-        DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. } => {
+        DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. } | DataType::Variant => {
             return Err(Error::Unsupported(format!(
                 "partition column '{column}' of non-primitive type {dt}"
             )))
@@ -1221,6 +1250,38 @@ mod tests {
     }
 
     #[test]
+    fn variant_columns() {
+        // PROTOCOL.md's example: a top-level variant and an array of them
+        // (the element type in object form).
+        let st = StructType::parse(
+            r#"{"type":"struct","fields":[
+                {"name":"raw","type":"variant","nullable":true,"metadata":{}},
+                {"name":"arr","type":{"type":"array","elementType":{"type":"variant"},
+                 "containsNull":false},"nullable":false,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(st.fields[0].data_type, DataType::Variant);
+        assert!(!DataType::Variant.is_primitive());
+        assert_eq!(DataType::Variant.to_string(), "variant");
+        assert_eq!(DataType::Variant.to_json(), Value::from("variant"));
+        let arrow = st.to_arrow(ColumnMappingMode::None, false).unwrap();
+        let physical = ArrowDataType::Struct(Fields::from(vec![
+            Field::new("value", ArrowDataType::Binary, false),
+            Field::new("metadata", ArrowDataType::Binary, false),
+        ]));
+        assert_eq!(arrow.field(0).data_type(), &physical);
+        assert_eq!(
+            arrow.field(1).data_type(),
+            &ArrowDataType::List(Arc::new(Field::new("element", physical, false)))
+        );
+        let err = partition_array("raw", &DataType::Variant, &[Some("x")]).unwrap_err();
+        assert!(
+            err.to_string().contains("non-primitive type variant"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn json_round_trip() {
         let s = StructType::parse(NESTED).unwrap();
         let again = StructType::parse(&s.to_schema_string()).unwrap();
@@ -1259,7 +1320,7 @@ mod tests {
     fn bad_type_names_and_shapes() {
         for ty in [
             "varchar(3)",
-            "variant",
+            "geometry(OGC:CRS84)",
             "void",
             "interval day to second",
             "Long",
@@ -1281,9 +1342,9 @@ mod tests {
             matches!(&err, Error::Unsupported(m) if m.contains("uuid") && m.contains("s.t.element")),
             "{err}"
         );
-        // Variant given in object form is also unsupported.
+        // An unknown type given in object form is also unsupported.
         let err = StructType::parse(
-            r#"{"type":"struct","fields":[{"name":"v","type":{"type":"variant"},"nullable":true,"metadata":{}}]}"#,
+            r#"{"type":"struct","fields":[{"name":"v","type":{"type":"geography"},"nullable":true,"metadata":{}}]}"#,
         )
         .unwrap_err();
         assert!(matches!(err, Error::Unsupported(_)));

@@ -2,7 +2,10 @@
 //! field: struct children are matched by parquet field id (column mapping
 //! mode `id`, when the file has ids) or by physical name — never by position —
 //! children the file lacks (added later) become nulls, lists and maps are
-//! conformed element-wise, and leaves are cast to the logical type.
+//! conformed element-wise, and leaves are cast to the logical type (which
+//! also widens values written before a type change, e.g. int to long).
+//! Variant columns are taken as their unshredded `value`/`metadata` binaries;
+//! a shredded variant (a `typed_value` child) is refused.
 
 use std::sync::Arc;
 
@@ -11,7 +14,7 @@ use arrow_schema::DataType as ArrowType;
 
 use super::pruning::resolve_field;
 use crate::error::{Error, Result};
-use crate::log::schema::{ColumnMappingMode, DataType};
+use crate::log::schema::{ColumnMappingMode, DataType, VARIANT_METADATA, VARIANT_VALUE};
 
 fn conform_error(file: &str, what: impl std::fmt::Display) -> Error {
     Error::Parquet {
@@ -30,6 +33,41 @@ pub fn conform(
     file: &str,
 ) -> Result<ArrayRef> {
     match (dt, target, array.data_type()) {
+        (DataType::Variant, ArrowType::Struct(target_fields), ArrowType::Struct(_)) => {
+            let s = array
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| conform_error(file, "variant column is not a StructArray"))?;
+            if s.column_by_name("typed_value").is_some() {
+                return Err(Error::Unsupported(format!(
+                    "{file}: a variant column is shredded (it has a typed_value field); \
+                     deltadv reads unshredded variants only (table feature variantShredding)"
+                )));
+            }
+            let children = target_fields
+                .iter()
+                .map(|tf| {
+                    let c = s.column_by_name(tf.name()).ok_or_else(|| {
+                        conform_error(
+                            file,
+                            format!(
+                                "a variant column lacks its {:?} field (expected {VARIANT_VALUE:?} \
+                                 and {VARIANT_METADATA:?})",
+                                tf.name()
+                            ),
+                        )
+                    })?;
+                    cast_to(c.clone(), tf.data_type(), file)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let out = StructArray::try_new(target_fields.clone(), children, s.nulls().cloned())
+                .map_err(|e| conform_error(file, e))?;
+            Ok(Arc::new(out))
+        }
+        (DataType::Variant, _, other) => Err(conform_error(
+            file,
+            format!("a variant column is stored as {other}, not as a struct of value and metadata"),
+        )),
         (DataType::Struct(st), ArrowType::Struct(target_fields), ArrowType::Struct(_)) => {
             let s = array
                 .as_any()
@@ -118,4 +156,92 @@ fn cast_to(array: ArrayRef, target: &ArrowType, file: &str) -> Result<ArrayRef> 
             format!("cannot convert {} to {target}: {e}", array.data_type()),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::BinaryArray;
+    use arrow_schema::Field;
+
+    use super::*;
+    use crate::log::schema::variant_arrow_type;
+
+    fn binary(values: &[&[u8]]) -> ArrayRef {
+        Arc::new(BinaryArray::from(values.to_vec()))
+    }
+
+    #[test]
+    fn variant_children_are_matched_by_name() {
+        // files store metadata before value (the Parquet spec's order) or after
+        let file = StructArray::from(vec![
+            (
+                Arc::new(Field::new("metadata", ArrowType::Binary, false)),
+                binary(&[b"m0", b"m1"]),
+            ),
+            (
+                Arc::new(Field::new("value", ArrowType::Binary, false)),
+                binary(&[b"v0", b"v1"]),
+            ),
+        ]);
+        let array: ArrayRef = Arc::new(file);
+        let target = variant_arrow_type();
+        let out = conform(
+            &array,
+            &DataType::Variant,
+            &target,
+            ColumnMappingMode::None,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(out.data_type(), &target);
+        let s = out.as_any().downcast_ref::<StructArray>().unwrap();
+        assert_eq!(s.column(0).as_ref(), binary(&[b"v0", b"v1"]).as_ref());
+        assert_eq!(s.column(1).as_ref(), binary(&[b"m0", b"m1"]).as_ref());
+    }
+
+    #[test]
+    fn shredded_and_malformed_variants_are_refused() {
+        let shredded: ArrayRef = Arc::new(StructArray::from(vec![
+            (
+                Arc::new(Field::new("metadata", ArrowType::Binary, false)),
+                binary(&[b"m"]),
+            ),
+            (
+                Arc::new(Field::new("value", ArrowType::Binary, true)),
+                binary(&[b"v"]),
+            ),
+            (
+                Arc::new(Field::new("typed_value", ArrowType::Binary, true)),
+                binary(&[b"t"]),
+            ),
+        ]));
+        let target = variant_arrow_type();
+        let mode = ColumnMappingMode::None;
+        let e = conform(
+            &shredded,
+            &DataType::Variant,
+            &target,
+            mode,
+            "part-1.parquet",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("part-1.parquet") && e.contains("shredded"),
+            "{e}"
+        );
+        assert!(e.contains("variantShredding"), "{e}");
+        let no_metadata: ArrayRef = Arc::new(StructArray::from(vec![(
+            Arc::new(Field::new("value", ArrowType::Binary, false)),
+            binary(&[b"v"]),
+        )]));
+        let e = conform(&no_metadata, &DataType::Variant, &target, mode, "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lacks its \"metadata\" field"), "{e}");
+        let e = conform(&binary(&[b"x"]), &DataType::Variant, &target, mode, "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not as a struct"), "{e}");
+    }
 }

@@ -46,6 +46,7 @@ use arrow_schema::DataType as ArrowType;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::log::features;
 use crate::log::schema::{
     epoch_days, parse_date, parse_decimal_value, parse_timestamp_micros, ColumnMappingMode,
     DataType, StructType,
@@ -674,6 +675,9 @@ pub struct BoundColumn {
     pub partition: bool,
     /// `delta.columnMapping.id` of the top-level field, if any.
     pub field_id: Option<i64>,
+    /// Min/max statistics can be compared with values of the column's type
+    /// (false after a type change that altered how old files' bounds read).
+    pub bounds_comparable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -740,22 +744,23 @@ impl Binder<'_> {
         let top = self.schema.field_ignore_case(first).ok_or_else(missing)?;
         let mut logical = vec![top.name.clone()];
         let mut physical = vec![top.physical_name(self.mode)?.to_string()];
-        let mut dt = &top.data_type;
+        let mut leaf = top;
         for part in rest {
-            let DataType::Struct(st) = dt else {
+            let DataType::Struct(st) = &leaf.data_type else {
                 return Err(missing());
             };
             let f = st.field_ignore_case(part).ok_or_else(missing)?;
             logical.push(f.name.clone());
             physical.push(f.physical_name(self.mode)?.to_string());
-            dt = &f.data_type;
+            leaf = f;
         }
         let bound = BoundColumn {
             partition: rest.is_empty() && self.partition_columns.contains(&top.name),
             field_id: top.field_id(),
             logical,
             physical,
-            data_type: dt.clone(),
+            data_type: leaf.data_type.clone(),
+            bounds_comparable: features::bounds_comparable(leaf),
         };
         if let Some(i) = self.columns.iter().position(|c| *c == bound) {
             return Ok(i);
@@ -909,7 +914,11 @@ fn convert(lit: &Literal, c: &BoundColumn) -> Result<Option<Val>> {
                 _ => return Err(err()),
             }
         }
-        DataType::Binary | DataType::Struct(_) | DataType::Array { .. } | DataType::Map { .. } => {
+        DataType::Binary
+        | DataType::Struct(_)
+        | DataType::Array { .. }
+        | DataType::Map { .. }
+        | DataType::Variant => {
             return Err(Error::UnsupportedPredicate(format!(
                 "predicates on column {} of type {} are not supported",
                 column_text(&c.logical),
@@ -1257,8 +1266,13 @@ impl FileStats {
     /// numRecords, which stay true when a DV deletes rows.
     pub fn column(&self, c: &BoundColumn) -> Option<ColumnStats> {
         let v = self.value.as_ref()?;
-        let min = nested(v.get("minValues"), &c.physical).and_then(|x| json_bound(x, c, false));
-        let max = nested(v.get("maxValues"), &c.physical).and_then(|x| json_bound(x, c, true));
+        let bounds = |key: &str, upper: bool| {
+            nested(v.get(key), &c.physical)
+                .filter(|_| c.bounds_comparable)
+                .and_then(|x| json_bound(x, c, upper))
+        };
+        let min = bounds("minValues", false);
+        let max = bounds("maxValues", true);
         let nulls = nested(v.get("nullCount"), &c.physical).and_then(Value::as_i64);
         let (all_null, none_null) = match (nulls, self.num_records) {
             (Some(n), Some(total)) => (n == total, n == 0),

@@ -144,6 +144,8 @@ pub fn row_group_stats(rg: &RowGroupMetaData, c: &BoundColumn, leaf: &Leaf) -> O
         _ => None,
     };
     let (min, max) = match stats {
+        // After a type change, old files' bounds are in the old type.
+        _ if !c.bounds_comparable => (None, None),
         Statistics::Boolean(s) => (
             s.min_opt().map(|v| Val::Bool(*v)),
             s.max_opt().map(|v| Val::Bool(*v)),

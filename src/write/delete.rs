@@ -24,28 +24,9 @@ use crate::format::bitmap;
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
+use crate::log::features;
 use crate::log::replay::normalize_path;
 use crate::snapshot::Snapshot;
-
-/// Table features a DELETE can leave intact without doing anything special.
-const SAFE_WRITER_FEATURES: &[&str] = &[
-    "appendOnly",
-    "invariants",
-    "checkConstraints",
-    "generatedColumns",
-    "columnMapping",
-    "identityColumns",
-    "deletionVectors",
-    "timestampNtz",
-    "domainMetadata",
-    "vacuumProtocolCheck",
-    "allowColumnDefaults",
-    "typeWidening",
-    "typeWidening-preview",
-    "changeDataFeed",
-    "v2Checkpoint",
-    "checkpointProtection",
-];
 
 /// How deletes are written.
 #[derive(Debug, Clone)]
@@ -168,68 +149,12 @@ impl DeleteMetrics {
 
 /// Check that deltadv may DELETE from this table; errors say why not.
 /// Returns whether DVs may be written (else, with `copy_on_write`, files
-/// are rewritten without the deleted rows).
+/// are rewritten without the deleted rows). The rules (which writer features
+/// each kind of DELETE keeps intact, and Delta Spark's: DVs only when the
+/// protocol has the feature and `delta.enableDeletionVectors` is true) live
+/// in [`crate::log::features`].
 pub fn check_can_delete(snapshot: &Snapshot, copy_on_write: bool) -> Result<bool> {
-    let p = snapshot.protocol();
-    let m = snapshot.metadata();
-    if p.min_writer_version > 7 {
-        return Err(Error::Unsupported(format!(
-            "table requires writer version {}; deltadv writes up to 7",
-            p.min_writer_version
-        )));
-    }
-    let writer: Vec<&str> = p
-        .writer_features
-        .iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
-    if let Some(f) = writer.iter().find(|f| !SAFE_WRITER_FEATURES.contains(f)) {
-        return Err(Error::Unsupported(format!(
-            "table requires writer feature {f:?}, which deltadv's DELETE does not maintain"
-        )));
-    }
-    if m.property("delta.appendOnly") == Some("true") {
-        return Err(Error::Unsupported(
-            "table is append-only (delta.appendOnly=true): DELETE is not allowed".into(),
-        ));
-    }
-    if m.property("delta.enableChangeDataFeed") == Some("true") {
-        return Err(Error::Unsupported(
-            "table has the change data feed enabled; deltadv's DELETE does not write CDC files yet"
-                .into(),
-        ));
-    }
-    if m.property("delta.enableRowTracking") == Some("true") {
-        return Err(Error::Unsupported(
-            "table has row tracking enabled; deltadv does not maintain row ids yet".into(),
-        ));
-    }
-    if m.property("delta.enableInCommitTimestamps") == Some("true") {
-        return Err(Error::Unsupported(
-            "table has in-commit timestamps enabled; deltadv does not write them yet".into(),
-        ));
-    }
-    let reader_dv = p
-        .reader_features
-        .iter()
-        .flatten()
-        .any(|f| f == "deletionVectors");
-    let allowed = p.min_reader_version >= 3
-        && p.min_writer_version >= 7
-        && reader_dv
-        && writer.contains(&"deletionVectors")
-        && m.property("delta.enableDeletionVectors") != Some("false");
-    if !allowed && !copy_on_write {
-        return Err(Error::Unsupported(
-            "table does not allow deletion vectors (needs protocol reader 3 / writer 7 with the \
-             deletionVectors feature and delta.enableDeletionVectors=true); enable them first \
-             (deltadv.write.enable_deletion_vectors) or allow copy-on-write rewrites \
-             (allow_copy_on_write=True)"
-                .into(),
-        ));
-    }
-    Ok(allowed)
+    features::plan_delete(snapshot.protocol(), snapshot.metadata(), copy_on_write)
 }
 
 /// One file's state during a delete: its current add action and DV, and the

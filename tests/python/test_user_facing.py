@@ -225,3 +225,30 @@ def test_spark_history_is_a_dataframe_like_delta_sparks(delta_spark: Any, tmp_pa
         assert ours_rows[v]["timestamp"] == theirs_rows[v]["timestamp"]
     assert int(ours_rows[1]["operationMetrics"]["numDeletedRows"]) == 10
     assert table.history(limit=1).count() == 1
+
+
+def test_one_engine_info_for_every_commit(tmp_path: Path) -> None:
+    root = _table(tmp_path)
+    DeltaTable(str(root)).delete("id = 3")
+    infos = []
+    for version in (0, 1):
+        text = (root / "_delta_log" / f"{version:020}.json").read_text()
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        infos.append(next(a["commitInfo"] for a in actions if "commitInfo" in a))
+    assert [i["engineInfo"] for i in infos] == [f"deltadv/{deltadv.__version__}"] * 2
+
+
+def test_spark_read_surfaces_errors_other_than_unsupported_predicates(
+    spark: Any, tmp_path: Path
+) -> None:
+    from deltadv import spark as dspark
+
+    root = _table(tmp_path)
+    # outside the subset: Spark evaluates it, deltadv only skips pruning
+    df = dspark.read(spark, str(root), filter="CAST(id AS STRING) LIKE '99%'")
+    assert sorted(r["id"] for r in df.collect()) == [99, *range(990, 1000)]
+    # input past deltadv's limits is refused, not handed on to Spark's parser
+    deep = "NOT " * 5000 + "id = 1"
+    with pytest.raises(ValueError, match="nested deeper") as info:
+        dspark.read(spark, str(root), filter=deep)
+    assert not isinstance(info.value, deltadv.UnsupportedPredicateError)

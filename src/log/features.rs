@@ -1,0 +1,811 @@
+//! Table features (PROTOCOL.md, "Table Features"): which ones deltadv reads,
+//! which ones each write operation leaves intact, and the table-property
+//! rules that decide whether a supported feature is in force (deletion
+//! vectors are written only when the protocol has the feature AND
+//! `delta.enableDeletionVectors` is `true`, as in Delta Spark). Pure: a
+//! protocol, metadata and schema in, a verdict out.
+//!
+//! Every feature name Delta Spark 4.4 or deltalake 1.6 can put in a protocol
+//! has an entry; an entry says what deltadv does with it, and a name with no
+//! entry is refused by every operation.
+
+use super::actions::{Metadata, Protocol};
+use super::schema::{parse_data_type, DataType, StructField, StructType};
+use crate::error::{Error, Result};
+
+/// Highest reader version deltadv implements.
+pub const MAX_READER_VERSION: i32 = 3;
+/// Highest writer version deltadv implements.
+pub const MAX_WRITER_VERSION: i32 = 7;
+/// Reader version from which `readerFeatures` lists the reader features.
+const READER_FEATURES_VERSION: i32 = 3;
+/// Writer version from which `writerFeatures` lists the writer features.
+const WRITER_FEATURES_VERSION: i32 = 7;
+
+/// The table property that turns deletion vectors on.
+pub const ENABLE_DELETION_VECTORS: &str = "delta.enableDeletionVectors";
+/// Column metadata key holding a column's type change history.
+pub const TYPE_CHANGES_KEY: &str = "delta.typeChanges";
+
+/// A write deltadv performs; features are judged per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOperation {
+    /// DELETE recording deletion vectors: no data file is rewritten.
+    DeleteWithDeletionVectors,
+    /// DELETE rewriting each touched data file without its deleted rows.
+    DeleteCopyOnWrite,
+}
+
+impl WriteOperation {
+    fn describe(self) -> &'static str {
+        match self {
+            WriteOperation::DeleteWithDeletionVectors => "DELETE",
+            WriteOperation::DeleteCopyOnWrite => "copy-on-write DELETE",
+        }
+    }
+}
+
+/// Whether deltadv can do something with a table that has a feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Yes,
+    /// No, because …
+    No(&'static str),
+}
+use Verdict::{No, Yes};
+
+/// What deltadv does with one table feature.
+struct Feature {
+    name: &'static str,
+    /// Listed in `readerFeatures` as well as `writerFeatures`.
+    reader_writer: bool,
+    /// Reading (meaningful for reader-writer features only).
+    read: Verdict,
+    /// DELETE with deletion vectors.
+    delete_dvs: Verdict,
+    /// DELETE by copy-on-write.
+    delete_cow: Verdict,
+}
+
+const fn writer(name: &'static str, delete_dvs: Verdict, delete_cow: Verdict) -> Feature {
+    Feature {
+        name,
+        reader_writer: false,
+        read: Yes,
+        delete_dvs,
+        delete_cow,
+    }
+}
+
+const fn reader_writer(
+    name: &'static str,
+    read: Verdict,
+    delete_dvs: Verdict,
+    delete_cow: Verdict,
+) -> Feature {
+    Feature {
+        name,
+        reader_writer: true,
+        read,
+        delete_dvs,
+        delete_cow,
+    }
+}
+
+const NO_ROW_TRACKING: Verdict = No("deltadv does not assign row ids yet");
+const NO_ICT: Verdict = No("deltadv does not write in-commit timestamps yet");
+const NO_ICEBERG: Verdict = No("deltadv does not maintain Iceberg compatibility (UniForm)");
+const NO_CLUSTERING: Verdict = No("deltadv does not maintain clustering metadata yet");
+const NO_COORDINATOR: Verdict =
+    No("the table's commits go through a commit coordinator, which deltadv does not implement");
+const NO_CATALOG: Verdict =
+    No("the table's commits are owned by a catalog, which deltadv does not talk to");
+const NO_GEO: Verdict = No("deltadv does not read geometry/geography columns");
+const NO_REDIRECT: Verdict =
+    No("table redirection is a Delta Spark preview deltadv does not follow");
+const NO_ADAPTIVE: Verdict = No("adaptive metadata is a Delta Spark preview deltadv does not read");
+const NO_NANOS: Verdict = No("deltadv does not read nanosecond timestamps");
+const NO_SHREDDED_REWRITE: Verdict = No(
+    "rewriting files would have to carry shredded variants over, which deltadv does not do \
+     (DELETE with deletion vectors does not rewrite files)",
+);
+
+/// Every feature deltadv knows, in PROTOCOL.md's order, then the newer and
+/// the implementation-specific ones.
+static FEATURES: &[Feature] = &[
+    // Writer-only features. Enabling properties that DELETE cannot honour
+    // (delta.appendOnly, delta.enableChangeDataFeed …) are checked apart, in
+    // PROPERTY_RULES: a feature merely supported changes nothing.
+    writer("appendOnly", Yes, Yes),
+    // Rows are removed, never changed or added: constraints, generated and
+    // identity values, defaults still hold for what is left.
+    writer("invariants", Yes, Yes),
+    writer("checkConstraints", Yes, Yes),
+    writer("generatedColumns", Yes, Yes),
+    writer("allowColumnDefaults", Yes, Yes),
+    writer("changeDataFeed", Yes, Yes),
+    writer("identityColumns", Yes, Yes),
+    writer("rowTracking", NO_ROW_TRACKING, NO_ROW_TRACKING),
+    // Domains are left as they are.
+    writer("domainMetadata", Yes, Yes),
+    writer("icebergCompatV1", NO_ICEBERG, NO_ICEBERG),
+    writer("icebergCompatV2", NO_ICEBERG, NO_ICEBERG),
+    writer("icebergCompatV3", NO_ICEBERG, NO_ICEBERG),
+    writer("clustering", NO_CLUSTERING, NO_CLUSTERING),
+    writer("inCommitTimestamp", NO_ICT, NO_ICT),
+    // deltadv never removes checkpoints or log files.
+    writer("checkpointProtection", Yes, Yes),
+    // Copy-on-write keeps every column of the file it copies.
+    writer("materializePartitionColumns", Yes, Yes),
+    writer("coordinatedCommits-preview", NO_COORDINATOR, NO_COORDINATOR),
+    writer("redirectWriterOnly-preview", NO_REDIRECT, NO_REDIRECT),
+    // Reader-writer features.
+    reader_writer("deletionVectors", Yes, Yes, Yes),
+    // Copy-on-write keeps the file's physical names and field ids.
+    reader_writer("columnMapping", Yes, Yes, Yes),
+    reader_writer("timestampNtz", Yes, Yes, Yes),
+    // A name some older writers used for timestampNtz (kernel-rs accepts it).
+    reader_writer("timestampWithoutTimezone", Yes, Yes, Yes),
+    // deltadv writes classic checkpoints only, and none on v2 tables.
+    reader_writer("v2Checkpoint", Yes, Yes, Yes),
+    reader_writer("vacuumProtocolCheck", Yes, Yes, Yes),
+    // Variants are read as their physical struct<value, metadata>; copy-on-write
+    // copies those binaries as they are.
+    reader_writer("variantType", Yes, Yes, Yes),
+    reader_writer("variantType-preview", Yes, Yes, Yes),
+    // Files with unshredded variants are read; a shredded one is refused when
+    // its variant column is read (see scan::conform).
+    reader_writer("variantShredding", Yes, Yes, NO_SHREDDED_REWRITE),
+    reader_writer("variantShredding-preview", Yes, Yes, NO_SHREDDED_REWRITE),
+    // Files written before a type change are cast to the table's type on read;
+    // copy-on-write writes the file back with the type it was written with,
+    // which the column's delta.typeChanges already covers.
+    reader_writer("typeWidening", Yes, Yes, Yes),
+    reader_writer("typeWidening-preview", Yes, Yes, Yes),
+    reader_writer("catalogManaged", NO_CATALOG, NO_CATALOG, NO_CATALOG),
+    reader_writer("catalogOwned-preview", NO_CATALOG, NO_CATALOG, NO_CATALOG),
+    reader_writer("geospatial", NO_GEO, NO_GEO, NO_GEO),
+    reader_writer("geospatial-dev", NO_GEO, NO_GEO, NO_GEO),
+    reader_writer(
+        "adaptiveMetadata-preview",
+        NO_ADAPTIVE,
+        NO_ADAPTIVE,
+        NO_ADAPTIVE,
+    ),
+    reader_writer(
+        "redirectReaderWriter-preview",
+        NO_REDIRECT,
+        NO_REDIRECT,
+        NO_REDIRECT,
+    ),
+    // deltalake's (with nanosecond timestamps built in).
+    reader_writer("timestampNanos", NO_NANOS, NO_NANOS, NO_NANOS),
+];
+
+/// Table properties that switch on behaviour no deltadv write implements:
+/// the write is refused while the property is `true`, whatever the protocol.
+const PROPERTY_RULES: &[(&str, &str)] = &[
+    ("delta.appendOnly", "the table is append-only"),
+    (
+        "delta.enableChangeDataFeed",
+        "the table has the change data feed enabled and deltadv does not write CDC files yet",
+    ),
+    (
+        "delta.enableRowTracking",
+        "the table has row tracking enabled and deltadv does not maintain row ids yet",
+    ),
+    (
+        "delta.enableInCommitTimestamps",
+        "the table has in-commit timestamps enabled and deltadv does not write them yet",
+    ),
+];
+
+fn feature(name: &str) -> Option<&'static Feature> {
+    FEATURES.iter().find(|f| f.name == name)
+}
+
+/// The reader features deltadv reads tables with, in a stable order.
+pub fn supported_reader_features() -> Vec<&'static str> {
+    FEATURES
+        .iter()
+        .filter(|f| f.reader_writer && f.read == Yes)
+        .map(|f| f.name)
+        .collect()
+}
+
+/// The writer features `op` leaves intact.
+pub fn supported_writer_features(op: WriteOperation) -> Vec<&'static str> {
+    FEATURES
+        .iter()
+        .filter(|f| verdict(f, op) == Yes)
+        .map(|f| f.name)
+        .collect()
+}
+
+fn verdict(f: &Feature, op: WriteOperation) -> Verdict {
+    match op {
+        WriteOperation::DeleteWithDeletionVectors => f.delete_dvs,
+        WriteOperation::DeleteCopyOnWrite => f.delete_cow,
+    }
+}
+
+fn reader_features(p: &Protocol) -> impl Iterator<Item = &str> {
+    let listed = p.min_reader_version >= READER_FEATURES_VERSION;
+    p.reader_features
+        .iter()
+        .flatten()
+        .filter(move |_| listed)
+        .map(String::as_str)
+}
+
+fn writer_features(p: &Protocol) -> impl Iterator<Item = &str> {
+    let listed = p.min_writer_version >= WRITER_FEATURES_VERSION;
+    p.writer_features
+        .iter()
+        .flatten()
+        .filter(move |_| listed)
+        .map(String::as_str)
+}
+
+/// Whether the protocol supports `name` (in `writerFeatures`, and for a
+/// reader-writer feature in `readerFeatures` too).
+pub fn is_supported(p: &Protocol, name: &str) -> bool {
+    let reader_writer = feature(name).is_none_or(|f| f.reader_writer);
+    writer_features(p).any(|f| f == name)
+        && (!reader_writer || reader_features(p).any(|f| f == name))
+}
+
+/// A boolean table property, read as Delta Spark does (case-insensitive).
+pub fn property_is_true(metadata: &Metadata, key: &str) -> bool {
+    metadata
+        .property(key)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Refuse a table deltadv cannot read, naming the reader version or feature.
+pub fn check_read(p: &Protocol) -> Result<()> {
+    if p.min_reader_version > MAX_READER_VERSION || p.min_reader_version < 1 {
+        return Err(Error::Unsupported(format!(
+            "table requires reader version {}; deltadv reads versions 1 to {MAX_READER_VERSION}",
+            p.min_reader_version
+        )));
+    }
+    for name in reader_features(p) {
+        let why = match feature(name) {
+            Some(f) if f.reader_writer && f.read == Yes => continue,
+            Some(Feature { read: No(why), .. }) => *why,
+            _ => "it is unknown to deltadv",
+        };
+        return Err(Error::Unsupported(format!(
+            "table requires reader feature {name:?}, which deltadv does not support: {why} \
+             (supported: {})",
+            supported_reader_features().join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Refuse a write `op` could not do without breaking a feature or property
+/// of the table, naming it. Reading must already have been checked.
+pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Result<()> {
+    if p.min_writer_version > MAX_WRITER_VERSION || p.min_writer_version < 1 {
+        return Err(Error::Unsupported(format!(
+            "table requires writer version {}; deltadv writes versions 1 to {MAX_WRITER_VERSION}",
+            p.min_writer_version
+        )));
+    }
+    for name in writer_features(p) {
+        let why = match feature(name).map(|f| verdict(f, op)) {
+            Some(Yes) => continue,
+            Some(No(why)) => why,
+            None => "it is unknown to deltadv",
+        };
+        return Err(Error::Unsupported(format!(
+            "table requires writer feature {name:?}, which deltadv's {} does not maintain: {why}",
+            op.describe()
+        )));
+    }
+    for (key, why) in PROPERTY_RULES {
+        if property_is_true(metadata, key) {
+            return Err(Error::Unsupported(format!(
+                "{} is not allowed: {why} ({key}=true)",
+                op.describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Delta Spark's rule: deletion vectors may be written when the protocol
+/// supports the `deletionVectors` feature AND `delta.enableDeletionVectors`
+/// is `true`. (Either alone is not enough: Delta Spark rewrites files then.)
+pub fn deletion_vectors_writable(p: &Protocol, metadata: &Metadata) -> bool {
+    is_supported(p, "deletionVectors") && property_is_true(metadata, ENABLE_DELETION_VECTORS)
+}
+
+/// How a DELETE on this table is to be written: `Ok(true)` with deletion
+/// vectors, `Ok(false)` by copy-on-write (only when `allow_copy_on_write`).
+/// Errors say which feature, property or rule stands in the way.
+pub fn plan_delete(p: &Protocol, metadata: &Metadata, allow_copy_on_write: bool) -> Result<bool> {
+    if deletion_vectors_writable(p, metadata) {
+        check_write(p, metadata, WriteOperation::DeleteWithDeletionVectors)?;
+        return Ok(true);
+    }
+    if allow_copy_on_write {
+        check_write(p, metadata, WriteOperation::DeleteCopyOnWrite)?;
+        return Ok(false);
+    }
+    // Report what the table would need, and a blocking feature first, so the
+    // caller is not sent to enable DVs on a table DELETE refuses anyway.
+    check_write(p, metadata, WriteOperation::DeleteWithDeletionVectors)?;
+    let why = if is_supported(p, "deletionVectors") {
+        let value = match metadata.property(ENABLE_DELETION_VECTORS) {
+            Some(v) => format!("is {v:?}"),
+            None => "is not set".to_string(),
+        };
+        format!(
+            "the protocol supports the deletionVectors feature but {ENABLE_DELETION_VECTORS} \
+             {value}; like Delta Spark, deltadv writes deletion vectors only when it is true"
+        )
+    } else {
+        "the protocol lacks the deletionVectors feature (reader 3 / writer 7 with \
+         deletionVectors in both feature lists)"
+            .to_string()
+    };
+    Err(Error::Unsupported(format!(
+        "table does not allow deletion vectors: {why}. Enable them first \
+         ({ENABLE_DELETION_VECTORS}=true, e.g. deltadv.write.enable_deletion_vectors) or allow \
+         copy-on-write rewrites (allow_copy_on_write=True)"
+    )))
+}
+
+/// Whether Delta's type widening allows changing a column from `from` to
+/// `to` (PROTOCOL.md, "Type Widening"; Delta Spark 4.4 reads all of these).
+pub fn type_change_supported(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let int_rank = |t: &DataType| match t {
+        Byte => Some(1),
+        Short => Some(2),
+        Integer => Some(3),
+        Long => Some(4),
+        _ => None,
+    };
+    // A decimal holding every value of an integer type: 10 integer digits
+    // for byte/short/int, 20 for long.
+    let decimal_holds = |digits: i16, precision: u8, scale: i8| {
+        scale >= 0 && i16::from(precision) - i16::from(scale) >= digits
+    };
+    match (from, to) {
+        _ if from == to => true,
+        (Float, Double) | (Date, TimestampNtz) => true,
+        (Byte | Short | Integer, Double) => true,
+        (
+            Decimal {
+                precision: p1,
+                scale: s1,
+            },
+            Decimal {
+                precision: p2,
+                scale: s2,
+            },
+        ) => s2 >= s1 && i16::from(*p2) - i16::from(*s2) >= i16::from(*p1) - i16::from(*s1),
+        (Byte | Short | Integer, Decimal { precision, scale }) => {
+            decimal_holds(10, *precision, *scale)
+        }
+        (Long, Decimal { precision, scale }) => decimal_holds(20, *precision, *scale),
+        _ => match (int_rank(from), int_rank(to)) {
+            (Some(a), Some(b)) => a <= b,
+            _ => false,
+        },
+    }
+}
+
+/// One recorded type change of a column (`delta.typeChanges`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeChange {
+    pub from: DataType,
+    pub to: DataType,
+    /// Within the column: `element`, `key`, `value`, dotted for nesting;
+    /// None for the column itself.
+    pub field_path: Option<String>,
+}
+
+/// The type changes recorded on one field (none when there is no history).
+pub fn type_changes(field: &StructField) -> Result<Vec<TypeChange>> {
+    let Some(history) = field.metadata.get(TYPE_CHANGES_KEY) else {
+        return Ok(Vec::new());
+    };
+    let bad = |what: String| {
+        Error::Unsupported(format!(
+            "column '{}': malformed {TYPE_CHANGES_KEY} ({what})",
+            field.name
+        ))
+    };
+    let entries = history
+        .as_array()
+        .ok_or_else(|| bad(format!("expected a list, found {history}")))?;
+    entries
+        .iter()
+        .map(|e| {
+            let text = |key: &str| {
+                e.get(key)
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| bad(format!("an entry without a string \"{key}\": {e}")))
+            };
+            let ty = |key: &str| {
+                let name = text(key)?;
+                parse_data_type(&serde_json::Value::from(name), &field.name)
+                    .map_err(|_| bad(format!("unknown type {name:?}")))
+            };
+            Ok(TypeChange {
+                from: ty("fromType")?,
+                to: ty("toType")?,
+                field_path: e
+                    .get("fieldPath")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// On a table that supports type widening, refuse a schema recording a type
+/// change deltadv cannot read (the protocol asks readers to fail then).
+pub fn check_type_changes(p: &Protocol, schema: &StructType) -> Result<()> {
+    if !reader_features(p).any(|f| f == "typeWidening" || f == "typeWidening-preview") {
+        return Ok(());
+    }
+    fn walk(st: &StructType, parent: &str) -> Result<()> {
+        for f in &st.fields {
+            let path = if parent.is_empty() {
+                f.name.clone()
+            } else {
+                format!("{parent}.{}", f.name)
+            };
+            for c in type_changes(f)? {
+                // String-like changes are not widening and readers ignore them.
+                let stringish = c.from == DataType::String && c.to == DataType::String;
+                if !stringish && !type_change_supported(&c.from, &c.to) {
+                    let at = c.field_path.map(|p| format!(".{p}")).unwrap_or_default();
+                    return Err(Error::Unsupported(format!(
+                        "column '{path}{at}': the table records a type change from {} to {} \
+                         ({TYPE_CHANGES_KEY}), which type widening does not allow",
+                        c.from, c.to
+                    )));
+                }
+            }
+            walk_type(&f.data_type, &path)?;
+        }
+        Ok(())
+    }
+    fn walk_type(dt: &DataType, path: &str) -> Result<()> {
+        match dt {
+            DataType::Struct(st) => walk(st, path),
+            DataType::Array { element, .. } => walk_type(element, path),
+            DataType::Map { key, value, .. } => {
+                walk_type(key, path)?;
+                walk_type(value, path)
+            }
+            _ => Ok(()),
+        }
+    }
+    walk(schema, "")
+}
+
+/// Whether min/max statistics of `field` can be compared with values of its
+/// current type: true unless a type change recorded on the field itself
+/// changed how its bounds read (anything but integer widening — e.g. a
+/// float's JSON bound rounds differently as a double, a decimal's parquet
+/// bound is scaled by the old scale).
+pub fn bounds_comparable(field: &StructField) -> bool {
+    let integral = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Byte | DataType::Short | DataType::Integer | DataType::Long
+        )
+    };
+    match type_changes(field) {
+        Ok(changes) => changes
+            .iter()
+            .filter(|c| c.field_path.is_none())
+            .all(|c| integral(&c.from) && integral(&c.to)),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn protocol(r: i32, w: i32, readers: &[&str], writers: &[&str]) -> Protocol {
+        let list = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());
+        Protocol {
+            min_reader_version: r,
+            min_writer_version: w,
+            reader_features: if r >= 3 { list(readers) } else { None },
+            writer_features: if w >= 7 { list(writers) } else { None },
+        }
+    }
+
+    fn metadata(props: &[(&str, &str)]) -> Metadata {
+        Metadata {
+            id: "t".into(),
+            name: None,
+            description: None,
+            format: Default::default(),
+            schema_string: r#"{"type":"struct","fields":[]}"#.into(),
+            partition_columns: vec![],
+            configuration: props
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                .collect::<HashMap<_, _>>(),
+            created_time: None,
+        }
+    }
+
+    fn err(r: Result<impl std::fmt::Debug>) -> String {
+        match r {
+            Err(e) => e.to_string(),
+            Ok(v) => panic!("expected an error, got {v:?}"),
+        }
+    }
+
+    /// What deltalake 1.6.6's write_deltalake(configuration=
+    /// {"delta.enableDeletionVectors": "true"}) records.
+    fn deltalake_dv_table() -> Protocol {
+        protocol(
+            3,
+            7,
+            &["variantType", "deletionVectors"],
+            &["variantType", "appendOnly", "invariants", "deletionVectors"],
+        )
+    }
+
+    #[test]
+    fn reads_the_features_delta_spark_and_deltalake_write() {
+        check_read(&deltalake_dv_table()).unwrap();
+        for f in [
+            "deletionVectors",
+            "columnMapping",
+            "timestampNtz",
+            "timestampWithoutTimezone",
+            "v2Checkpoint",
+            "vacuumProtocolCheck",
+            "variantType",
+            "variantType-preview",
+            "variantShredding",
+            "variantShredding-preview",
+            "typeWidening",
+            "typeWidening-preview",
+        ] {
+            check_read(&protocol(3, 7, &[f], &[f])).unwrap();
+            assert!(supported_reader_features().contains(&f), "{f}");
+        }
+        // legacy protocols: reader 2 means column mapping
+        check_read(&protocol(2, 5, &[], &[])).unwrap();
+        check_read(&protocol(1, 2, &[], &[])).unwrap();
+    }
+
+    #[test]
+    fn refuses_reader_features_naming_them_and_why() {
+        for (f, why) in [
+            ("catalogManaged", "catalog"),
+            ("catalogOwned-preview", "catalog"),
+            ("geospatial", "geometry"),
+            ("timestampNanos", "nanosecond"),
+            ("adaptiveMetadata-preview", "adaptive"),
+            ("redirectReaderWriter-preview", "redirection"),
+            ("someFutureFeature", "unknown to deltadv"),
+        ] {
+            let e = err(check_read(&protocol(3, 7, &["deletionVectors", f], &[f])));
+            assert!(e.contains(&format!("reader feature \"{f}\"")), "{e}");
+            assert!(e.contains(why), "{e}");
+            assert!(e.contains("supported: deletionVectors"), "{e}");
+        }
+        let e = err(check_read(&protocol(4, 7, &[], &[])));
+        assert!(e.contains("reader version 4"), "{e}");
+        // writer-only features do not matter to readers
+        check_read(&protocol(
+            3,
+            7,
+            &[],
+            &["rowTracking", "someFutureWriterFeature"],
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn delete_accepts_variant_and_type_widening() {
+        let on = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
+        assert!(plan_delete(&deltalake_dv_table(), &on, false).unwrap());
+        for f in [
+            "typeWidening",
+            "typeWidening-preview",
+            "variantType-preview",
+        ] {
+            let p = protocol(3, 7, &["deletionVectors", f], &["deletionVectors", f]);
+            assert!(plan_delete(&p, &on, false).unwrap(), "{f}");
+            check_write(&p, &on, WriteOperation::DeleteCopyOnWrite).unwrap();
+        }
+        // shredded variants: DVs fine, copy-on-write refused
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors", "variantType", "variantShredding"],
+            &["deletionVectors", "variantType", "variantShredding"],
+        );
+        assert!(plan_delete(&p, &on, true).unwrap());
+        let e = err(check_write(&p, &on, WriteOperation::DeleteCopyOnWrite));
+        assert!(
+            e.contains("\"variantShredding\"") && e.contains("copy-on-write"),
+            "{e}"
+        );
+        let off = metadata(&[]);
+        let e = err(plan_delete(&p, &off, true));
+        assert!(e.contains("shredded"), "{e}");
+    }
+
+    #[test]
+    fn delete_refuses_writer_features_it_cannot_keep() {
+        let on = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
+        for f in [
+            "rowTracking",
+            "inCommitTimestamp",
+            "icebergCompatV2",
+            "clustering",
+            "coordinatedCommits-preview",
+            "someFutureWriterFeature",
+        ] {
+            let p = protocol(3, 7, &["deletionVectors"], &["deletionVectors", f]);
+            let e = err(plan_delete(&p, &on, true));
+            assert!(e.contains(&format!("writer feature \"{f}\"")), "{e}");
+        }
+        let e = err(plan_delete(&protocol(3, 8, &[], &[]), &on, true));
+        assert!(e.contains("writer version 8"), "{e}");
+    }
+
+    #[test]
+    fn property_rules_refuse_whatever_the_protocol() {
+        for key in [
+            "delta.appendOnly",
+            "delta.enableChangeDataFeed",
+            "delta.enableRowTracking",
+            "delta.enableInCommitTimestamps",
+        ] {
+            let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "TRUE")]);
+            let e = err(plan_delete(&deltalake_dv_table(), &m, false));
+            assert!(e.contains(key), "{e}");
+            let e = err(plan_delete(&protocol(1, 4, &[], &[]), &m, true));
+            assert!(e.contains(key), "{e}");
+            // false: no objection
+            let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "false")]);
+            plan_delete(&deltalake_dv_table(), &m, false).unwrap();
+        }
+    }
+
+    #[test]
+    fn dvs_need_the_feature_and_the_property() {
+        let p = deltalake_dv_table();
+        assert!(deletion_vectors_writable(
+            &p,
+            &metadata(&[(ENABLE_DELETION_VECTORS, "True")])
+        ));
+        for props in [
+            vec![],
+            vec![(ENABLE_DELETION_VECTORS, "false")],
+            vec![(ENABLE_DELETION_VECTORS, "yes")],
+        ] {
+            let m = metadata(&props);
+            assert!(!deletion_vectors_writable(&p, &m));
+            let e = err(plan_delete(&p, &m, false));
+            assert!(e.contains("does not allow deletion vectors"), "{e}");
+            assert!(e.contains("supports the deletionVectors feature"), "{e}");
+            assert!(e.contains("delta.enableDeletionVectors"), "{e}");
+            assert!(e.contains("allow_copy_on_write=True"), "{e}");
+            // copy-on-write when allowed, as Delta Spark does
+            assert!(!plan_delete(&p, &m, true).unwrap());
+        }
+        // the property without the feature
+        let m = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
+        for p in [
+            protocol(1, 2, &[], &[]),
+            protocol(3, 7, &[], &["deletionVectors"]), // writer list only
+            protocol(3, 7, &["deletionVectors"], &[]),
+        ] {
+            assert!(!deletion_vectors_writable(&p, &m));
+            let e = err(plan_delete(&p, &m, false));
+            assert!(e.contains("lacks the deletionVectors feature"), "{e}");
+            assert!(!plan_delete(&p, &m, true).unwrap());
+        }
+    }
+
+    #[test]
+    fn type_change_rules() {
+        use DataType::*;
+        let dec = |precision, scale| Decimal { precision, scale };
+        for (from, to) in [
+            (Byte, Short),
+            (Short, Integer),
+            (Integer, Long),
+            (Byte, Long),
+            (Float, Double),
+            (Integer, Double),
+            (Date, TimestampNtz),
+            (dec(5, 2), dec(10, 4)),
+            (dec(5, 2), dec(5, 2)),
+            (Integer, dec(10, 0)),
+            (Short, dec(12, 2)),
+            (Long, dec(20, 0)),
+        ] {
+            assert!(type_change_supported(&from, &to), "{from} -> {to}");
+        }
+        for (from, to) in [
+            (Long, Integer),
+            (Double, Float),
+            (Long, Double),
+            (Date, Timestamp),
+            (dec(10, 4), dec(10, 2)),
+            (dec(5, 2), dec(6, 4)),
+            (Integer, dec(9, 0)),
+            (Long, dec(20, 1)),
+            (String, Long),
+        ] {
+            assert!(!type_change_supported(&from, &to), "{from} -> {to}");
+        }
+    }
+
+    fn schema_with(field: serde_json::Value) -> StructType {
+        StructType::parse(&json!({"type": "struct", "fields": [field]}).to_string()).unwrap()
+    }
+
+    #[test]
+    fn type_change_history_is_validated_on_type_widening_tables() {
+        let tw = protocol(3, 7, &["typeWidening"], &["typeWidening"]);
+        let ok = schema_with(
+            json!({"name": "e", "type": "long", "nullable": true, "metadata": {
+            "delta.typeChanges": [
+                {"fromType": "short", "toType": "integer"},
+                {"fromType": "integer", "toType": "long"}]}}),
+        );
+        check_type_changes(&tw, &ok).unwrap();
+        assert!(bounds_comparable(&ok.fields[0]));
+        let nested = schema_with(json!({"name": "e", "type": {"type": "array", "elementType":
+            {"type": "map", "keyType": "string", "valueType": "decimal(10, 4)",
+             "valueContainsNull": true}, "containsNull": true}, "nullable": true, "metadata": {
+            "delta.typeChanges": [{"fromType": "decimal(6, 2)", "toType": "decimal(10, 4)",
+                                   "fieldPath": "element.value"}]}}));
+        check_type_changes(&tw, &nested).unwrap();
+        let float = schema_with(json!({"name": "f", "type": "double", "nullable": true,
+            "metadata": {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}}));
+        check_type_changes(&tw, &float).unwrap();
+        assert!(!bounds_comparable(&float.fields[0]));
+        let bad = schema_with(json!({"name": "s", "type": {"type": "struct", "fields": [
+            {"name": "x", "type": "integer", "nullable": true, "metadata": {
+                "delta.typeChanges": [{"fromType": "long", "toType": "integer"}]}}]},
+            "nullable": true, "metadata": {}}));
+        let e = err(check_type_changes(&tw, &bad));
+        assert!(
+            e.contains("'s.x'") && e.contains("from long to integer"),
+            "{e}"
+        );
+        // without the feature the metadata is not looked at
+        check_type_changes(&protocol(3, 7, &[], &[]), &bad).unwrap();
+        let malformed = schema_with(json!({"name": "m", "type": "long", "nullable": true,
+            "metadata": {"delta.typeChanges": [{"fromType": "int4", "toType": "long"}]}}));
+        let e = err(check_type_changes(&tw, &malformed));
+        assert!(
+            e.contains("malformed delta.typeChanges") && e.contains("int4"),
+            "{e}"
+        );
+        assert!(!bounds_comparable(&malformed.fields[0]));
+        assert!(bounds_comparable(&StructField::new(
+            "n",
+            DataType::Long,
+            true
+        )));
+    }
+}
