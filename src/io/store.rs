@@ -194,7 +194,11 @@ impl TableStore {
             {
                 return Err(Error::InvalidArgument(format!(
                     "unknown storage option {key:?} for {uri:?}: {} tables take no storage options",
-                    if url.scheme() == "file" { "local" } else { "memory://" }
+                    if url.scheme() == "file" {
+                        "local"
+                    } else {
+                        "memory://"
+                    }
                 )));
             }
         }

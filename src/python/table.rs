@@ -569,11 +569,7 @@ pub fn remove_uncommitted_files(
         let store = TableStore::open(table_uri, &storage_options)?;
         let live: std::collections::HashSet<String> =
             match block_on(crate::snapshot::Snapshot::load(store.clone(), None))? {
-                Ok(snapshot) => snapshot
-                    .files()?
-                    .into_iter()
-                    .map(|f| f.path)
-                    .collect(),
+                Ok(snapshot) => snapshot.files()?.into_iter().map(|f| f.path).collect(),
                 Err(crate::Error::NotATable(_)) => Default::default(),
                 Err(e) => return Err(e),
             };

@@ -207,7 +207,11 @@ pub async fn count_rows(snapshot: &Snapshot) -> Result<u64> {
     let mut known: u64 = 0;
     let mut unknown = Vec::new();
     for f in snapshot.files()? {
-        let deleted = f.add.deletion_vector.as_ref().map_or(0, |d| d.cardinality());
+        let deleted = f
+            .add
+            .deletion_vector
+            .as_ref()
+            .map_or(0, |d| d.cardinality());
         match f.num_records {
             Some(n) => known += u64::try_from(n).unwrap_or(0).saturating_sub(deleted),
             None => unknown.push((f.path, u64::try_from(f.add.size).unwrap_or(0), deleted)),

@@ -44,7 +44,10 @@ fn golden_dv_with_columnmapping() {
     for (f, sf) in physical.fields().iter().zip(&schema.fields) {
         assert!(f.name().starts_with("col-"), "{}", f.name());
         assert_eq!(f.name(), sf.physical_name(mode).unwrap());
-        let id = f.metadata().get(PARQUET_FIELD_ID_KEY).map(|s| s.parse::<i64>().unwrap());
+        let id = f
+            .metadata()
+            .get(PARQUET_FIELD_ID_KEY)
+            .map(|s| s.parse::<i64>().unwrap());
         assert_eq!(id, sf.field_id());
         assert!(sf.field_id().is_some());
     }

@@ -9,8 +9,8 @@
 mod common;
 mod corrupt;
 mod golden_dvs;
-mod golden_schema;
 mod golden_scan;
+mod golden_schema;
 mod golden_snapshots;
 mod properties;
 mod scan_row_index;
