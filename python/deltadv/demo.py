@@ -33,7 +33,7 @@ def table_demo(root: Path, spark: bool) -> None:
     assert rows.num_rows == made["rows"]
     ids = set(rows["id"].to_pylist())
     print(
-        f"  to_pyarrow(): {rows.num_rows:,} rows; id 200003 (deleted by the DV): "
+        f"  to_pyarrow_table(): {rows.num_rows:,} rows; id 200003 (deleted by the DV): "
         f"{'present' if 200_003 in ids else 'gone'}, id 200001: "
         f"{'present' if 200_001 in ids else 'gone'}"
     )
