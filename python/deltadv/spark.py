@@ -25,6 +25,7 @@ from deltadv.table import DeltaTable as _LocalTable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 TASK_COLUMN = "task"
 
@@ -37,6 +38,19 @@ def _read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+
+
+def _to_arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark's Arrow exchange uses for ``schema`` (timestamps in UTC).
+    PySpark 4.2 takes the zone as ``timezone=``; 4.1 has no such parameter and always
+    converts timestamps to UTC."""
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema as convert
+
+    if "timezone" in inspect.signature(convert).parameters:
+        return convert(schema, timezone="UTC")
+    return convert(schema)
 
 
 def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
@@ -227,13 +241,11 @@ def write_table(
     default: each executor task writes its rows as parquet data files (with
     per-file stats) straight to the table's storage and returns their add actions;
     the driver commits version 0 with put-if-absent."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     from deltadv.write import _create, write_data_files
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})
-    schema = to_arrow_schema(df.schema, timezone="UTC")
+    schema = _to_arrow_schema(df.schema)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
