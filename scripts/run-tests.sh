@@ -17,5 +17,8 @@ cargo test
 echo "== python: ruff"
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
+echo "== python: wheel and sdist (fresh venv), lowest PySpark"
+bash scripts/check-wheel.sh
+bash scripts/check-spark-min.sh
 echo "== python: tests"
 .venv/bin/python -m pytest tests/python

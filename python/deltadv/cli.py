@@ -1,6 +1,6 @@
-"""Command line: ``deltadv <command>``.
+"""Command line: ``deltadv <command>`` (or ``python -m deltadv <command>``).
 
-Commands:
+``deltadv --version`` prints the version. Commands:
   read-dv ROOT JSON     print the row indexes of a ``deletionVector`` descriptor
   z85-decode TEXT SIZE  print the hex bytes of Delta-style Z85
   demo                  run the demo
@@ -17,6 +17,7 @@ import deltadv
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deltadv", description="Delta Lake deletion vectors")
+    parser.add_argument("--version", action="version", version=f"deltadv {deltadv.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     read = sub.add_parser("read-dv", help="print the rows a DV descriptor marks deleted")
     read.add_argument("table_root")

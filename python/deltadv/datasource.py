@@ -81,7 +81,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from deltadv.spark import DEFAULT_SPLIT_SIZE
+from deltadv.spark import DEFAULT_SPLIT_SIZE, _to_arrow_schema
 from deltadv.table import DeltaTable, ScanTask
 
 if TYPE_CHECKING:
@@ -403,10 +403,8 @@ class DeltaDVPlainReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:  # Spark's stand-in partition for an empty table
             return
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         # Spark requires this exact Arrow schema (names, order, types, nullability).
-        target = to_arrow_schema(self.schema, timezone="UTC")
+        target = _to_arrow_schema(self.schema)
         task = ScanTask(partition.value, _storage_options(self.options))
         for batch in task.read():
             if batch.schema != target:

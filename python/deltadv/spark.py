@@ -26,6 +26,7 @@ from deltadv.table import DeltaTable as _LocalTable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 TASK_COLUMN = "task"
 
@@ -46,6 +47,19 @@ def _task_reader(
 
 
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+
+
+def _to_arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark's Arrow exchange uses for ``schema`` (timestamps in UTC).
+    PySpark 4.2 takes the zone as ``timezone=``; 4.1 has no such parameter and always
+    converts timestamps to UTC."""
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema as convert
+
+    if "timezone" in inspect.signature(convert).parameters:
+        return convert(schema, timezone="UTC")
+    return convert(schema)
 
 
 def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
@@ -306,13 +320,11 @@ def write_table(
     default: each executor task writes its rows as parquet data files (with
     per-file stats) straight to the table's storage and returns their add actions;
     the driver commits version 0 with put-if-absent."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     from deltadv.write import _create, _removed_on_failure, check_no_table, write_data_files
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})
-    schema = to_arrow_schema(df.schema, timezone="UTC")
+    schema = _to_arrow_schema(df.schema)
     check_no_table(table_uri, storage_options)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
