@@ -103,7 +103,12 @@ async fn write_dv_files(
 ) -> Result<Vec<DeletionVectorDescriptor>> {
     let mut out = Vec::with_capacity(maps.len());
     for range in dv_file_groups(maps, target) {
-        let group = maps.get(range).unwrap_or_default();
+        let group = maps.get(range.clone()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "DV file group {range:?} is outside the {} deletion vectors",
+                maps.len()
+            ))
+        })?;
         out.extend(dv::write_file_to(store, "", group).await?);
     }
     Ok(out)
@@ -562,7 +567,7 @@ async fn check_and_rebase(
         };
         // The winner replaced this file's DV: rebase onto it.
         t.base_dv = match &new_add.deletion_vector {
-            Some(d) => dv::load_many(store, &[d]).await?.pop().unwrap_or_default(),
+            Some(d) => dv::load_one(store, d).await?,
             None => RoaringTreemap::new(),
         };
         t.add = (*new_add).clone();
@@ -901,7 +906,7 @@ pub async fn commit_prepared(
                 deleted: p.deleted,
             });
         } else if let Some(d) = &current.add.deletion_vector {
-            t.base_dv = dv::load_many(store, &[d]).await?.pop().unwrap_or_default();
+            t.base_dv = dv::load_one(store, d).await?;
         }
         targets.insert(key, t);
     }
