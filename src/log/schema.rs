@@ -859,7 +859,8 @@ fn parse_offset_seconds(zone: &str) -> Option<i64> {
     };
     let (h, m) = match (rest.len(), rest.split_once(':')) {
         (_, Some((h, m))) => (h, m),
-        (4, None) => rest.split_at(2),
+        // Four bytes are not necessarily four characters: split on a boundary.
+        (4, None) => rest.split_at_checked(2)?,
         (2, None) => (rest, "00"),
         _ => return None,
     };
@@ -1270,7 +1271,10 @@ mod tests {
     /// around a long.
     fn nested_schema(levels: usize, kind: &str) -> String {
         let (open, close) = match kind {
-            "array" => (r#"{"type":"array","elementType":"#, r#","containsNull":true}"#),
+            "array" => (
+                r#"{"type":"array","elementType":"#,
+                r#","containsNull":true}"#,
+            ),
             _ => (
                 r#"{"type":"struct","fields":[{"name":"s","type":"#,
                 r#","nullable":true,"metadata":{}}]}"#,
@@ -1662,6 +1666,20 @@ mod tests {
         ] {
             assert_invalid(DataType::Date, bad);
         }
+    }
+
+    #[test]
+    fn timestamp_zone_with_multibyte_characters_is_invalid_not_a_panic() {
+        // Found by fuzz target predicate_parse: a 4-byte zone "+\u{1}\u{0}\u{c8}"
+        // split at byte 2, inside a character.
+        for zone in ["+0\u{e9}0", "-\u{20ac}0", "+\u{1f600}", "+\u{e9}\u{e9}"] {
+            assert_eq!(zone.len(), 5, "{zone:?}: a sign and 4 bytes");
+            assert_eq!(parse_offset_seconds(zone), None, "{zone:?}");
+            let ts = format!("2024-02-02 03:04:05{zone}");
+            assert_eq!(parse_timestamp_micros(&ts, true), None, "{ts:?}");
+        }
+        assert_eq!(parse_offset_seconds("+0130"), Some(5400));
+        assert_invalid(DataType::Timestamp, "2024-02-02 03:04:05+0\u{e9}0");
     }
 
     #[test]
