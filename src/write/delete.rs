@@ -920,6 +920,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn widened_stats_keep_float_bounds_exactly() {
+        let stats = r#"{"numRecords":3,"minValues":{"x":1.6971733333333335e+62},"maxValues":{"x":0.30000000000000004}}"#;
+        let wide: Value = serde_json::from_str(&wide_stats(Some(stats), 3)).unwrap();
+        assert_eq!(wide["minValues"]["x"].to_string(), "1.6971733333333335e+62");
+        assert_eq!(wide["maxValues"]["x"].to_string(), "0.30000000000000004");
+        assert_eq!(wide["tightBounds"], json!(false));
+    }
+
+    #[test]
     fn dv_files_are_cut_at_the_target_size() {
         let maps: Vec<RoaringTreemap> = (0..10u64)
             .map(|i| (0..1000u64).map(|r| r * 3 + i).collect())
