@@ -83,6 +83,51 @@ def parse_seed(offset: int, size: int, card: int, buf: bytes) -> bytes:
     return bytes([0x96]) + struct.pack("<IQI", offset, card, size) + buf
 
 
+# predicate_parse: the grammar's forms (see src/scan/predicate.rs).
+PREDICATES = [
+    "id = 5",
+    "5 < id",
+    "NOT id >= -3",
+    "id IN (1, 2) AND part IS NOT NULL",
+    "`a name` <> 1 or x <= 1.5e3",
+    "id between 1 and 10",
+    "s = 'it''s'",
+    "d = DATE '2024-01-02' OR ts > TIMESTAMP '2024-01-02 03:04:05.123456+01:00'",
+    "id NOT IN (1)",
+    "id <=> NULL",
+    "(amount >= 1.25 AND b = TRUE) OR NOT (x < .5 AND s IS NULL)",
+    "part = 'p1' AND ts <= '2023-11-14T22:13:20Z'",
+]
+
+SCHEMA_SEED = (
+    '{"type":"struct","fields":[{"name":"a","type":{"type":"array","elementType":'
+    '{"type":"map","keyType":"string","valueType":"decimal(10,2)","valueContainsNull":true},'
+    '"containsNull":true},"nullable":true,"metadata":{"delta.columnMapping.id":1,'
+    '"delta.columnMapping.physicalName":"col-a"}}]}'
+)
+
+
+def log_line_seeds() -> None:
+    """log_line: golden commit files (mode 0), and their stats (1) and schemas (2)."""
+    seen = set()
+    for path in sorted(GOLDEN.rglob("_delta_log/*.json")):
+        data = path.read_bytes()
+        if len(data) > 64 * 1024:
+            continue
+        put("log_line", bytes([0]) + data)
+        for line in data.splitlines():
+            try:
+                action = json.loads(line)
+            except ValueError:
+                continue
+            stats = (action.get("add") or {}).get("stats")
+            schema = (action.get("metaData") or {}).get("schemaString")
+            for mode, text in ((1, stats), (2, schema)):
+                if text and (mode, text) not in seen:
+                    seen.add((mode, text))
+                    put("log_line", bytes([mode]) + text.encode())
+
+
 def main() -> None:
     samples = [[], [0], [0, 9], [3, 7, 70000], [1 << 32, (7 << 32) + 9], list(range(100))]
     for rows in samples:
@@ -94,10 +139,16 @@ def main() -> None:
     for text in ["HelloWorld", "vBn[lx{q8@P<9BNH/isA", "##a00"]:
         put("z85_decode", bytes([0]) + text.encode())
     put("z85_decode", bytes([1]) + bytes(range(13)))
+    for text in PREDICATES:
+        put("predicate_parse", text.encode())
+    put("log_line", bytes([1]) + b'{"numRecords":3,"minValues":{"id":1},"tightBounds":false}')
+    put("log_line", bytes([2]) + SCHEMA_SEED.encode())
 
     if not (GOLDEN / "dv_contents.json").is_file():
         print(f"no golden tables at {GOLDEN}; hand-made seeds only")
         return
+    log_line_seeds()
+
     contents = json.loads((GOLDEN / "dv_contents.json").read_text())
     cardinality = {}  # (file name, offset) -> descriptor cardinality
     for dvs in contents.get("tables", {}).values():

@@ -23,11 +23,36 @@ struct RangeGroup {
     members: Vec<(DvSlot, usize)>,
 }
 
-/// Where a file-backed DV lives in `store`.
+/// Where a file-backed DV lives in `store`. A `p` DV must name a file in
+/// the table's own store: a `file:` URI only on a local table (and without a
+/// host), any other URI only in the table's bucket/container.
 fn dv_path(store: &TableStore, d: &DeletionVectorDescriptor) -> Result<Path> {
+    let missing = || {
+        Error::InvalidDescriptor(format!(
+            "deletion vector {} has no file path",
+            d.unique_id()
+        ))
+    };
     match d.storage_type() {
-        StorageType::UuidRelative => Ok(store.path(&d.relative_path().unwrap_or_default())),
-        StorageType::AbsolutePath => store.resolve(&d.absolute_path("").unwrap_or_default()),
+        StorageType::UuidRelative => Ok(store.path(&d.relative_path().ok_or_else(missing)?)),
+        StorageType::AbsolutePath => {
+            let raw = d.path_or_inline_dv();
+            let file_uri = raw
+                .get(..5)
+                .is_some_and(|s| s.eq_ignore_ascii_case("file:"));
+            if file_uri {
+                let foreign = !store.is_local()
+                    || url::Url::parse(raw).map_or(true, |u| u.host_str().is_some());
+                if foreign {
+                    return Err(Error::InvalidArgument(format!(
+                        "deletion vector file {raw} is not in the table's store {}: deltadv \
+                         reads files only from the store holding the table",
+                        store.url().scheme()
+                    )));
+                }
+            }
+            store.resolve(&d.absolute_path("").ok_or_else(missing)?)
+        }
         StorageType::Inline => Err(Error::InvalidArgument(format!(
             "{} is an inline deletion vector",
             d.unique_id()
@@ -103,7 +128,29 @@ pub async fn load_many(
             *slot = Some(map);
         }
     }
-    Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    // Every descriptor was either decoded inline or fetched above; a missing
+    // one would silently bring its deleted rows back, so it is an error.
+    out.into_iter()
+        .zip(descriptors)
+        .map(|(map, d)| {
+            map.ok_or_else(|| {
+                Error::InvalidArgument(format!("deletion vector {} was not loaded", d.unique_id()))
+            })
+        })
+        .collect()
+}
+
+/// Load one file-backed or inline DV.
+pub async fn load_one(
+    store: &TableStore,
+    descriptor: &DeletionVectorDescriptor,
+) -> Result<RoaringTreemap> {
+    load_many(store, &[descriptor]).await?.pop().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "deletion vector {} was not loaded",
+            descriptor.unique_id()
+        ))
+    })
 }
 
 fn store_display(store: &TableStore, path: &Path) -> String {
@@ -132,9 +179,7 @@ pub fn load_with_options(
         return descriptor.inline_bitmap();
     }
     let store = TableStore::open(table_root, options)?;
-    let mut maps = block_on(load_many(&store, &[descriptor]))??;
-    maps.pop()
-        .ok_or_else(|| Error::InvalidArgument("no deletion vector loaded".to_string()))
+    block_on(load_one(&store, descriptor))?
 }
 
 /// Serialize `maps` into the bytes of one DV file and their `u` descriptors.
@@ -170,7 +215,7 @@ pub async fn write_file_to(
     let rel = descriptors
         .first()
         .and_then(|d| d.relative_path())
-        .unwrap_or_default();
+        .ok_or_else(|| Error::InvalidArgument("no deletion vector file was encoded".to_string()))?;
     let path = store.path(&rel);
     if !store.put_if_absent(&path, bytes).await? {
         return Err(Error::Io {

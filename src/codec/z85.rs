@@ -67,8 +67,8 @@ pub fn encode(bytes: &[u8]) -> String {
         }
         out.extend_from_slice(&digits);
     }
-    // Every byte pushed comes from ALPHABET, which is ASCII, so this cannot fail.
-    String::from_utf8(out).unwrap_or_default()
+    // Every byte pushed comes from ALPHABET, which is ASCII: one char each.
+    out.into_iter().map(char::from).collect()
 }
 
 fn digit(c: u8, position: usize) -> Result<u64> {

@@ -29,6 +29,7 @@
 //! with the top bit clear, each 32-bit bitmap through roaring's checked
 //! decoder, and no trailing bytes.
 
+use std::collections::TryReserveError;
 use std::io::Cursor;
 
 use roaring::{RoaringBitmap, RoaringTreemap};
@@ -69,7 +70,14 @@ fn read_array<const N: usize>(bytes: &[u8], at: usize, what: &'static str) -> Re
 /// Decode one 32-bit portable RoaringBitmap from `bytes[at..end]`.
 /// Returns the bitmap and the number of bytes it used.
 fn decode_bitmap32(bytes: &[u8], at: usize, end: usize) -> Result<(RoaringBitmap, usize)> {
-    let slice = bytes.get(at..end).unwrap_or_default();
+    let slice = bytes.get(at..end).ok_or_else(|| {
+        Error::corrupt(
+            at as u64,
+            "32-bit roaring bitmap",
+            format!("bytes {at}..{end}"),
+            format!("{} bytes", bytes.len()),
+        )
+    })?;
     let mut cursor = Cursor::new(slice);
     let bitmap = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| {
         Error::corrupt(
@@ -219,9 +227,11 @@ pub fn check_writable(map: &RoaringTreemap) -> Result<()> {
 /// All row indexes, ascending, 32-bit bucket by bucket. Buckets whose rows
 /// sit mostly in run containers are filled run by run (a bulk fill per run);
 /// the others row by row. roaring 0.12's bulk `next_many` is not used: it
-/// overflows on run containers.
-pub fn to_vec(map: &RoaringTreemap) -> Vec<u64> {
-    let mut out = Vec::with_capacity(map.len() as usize);
+/// overflows on run containers. The output is allocated up front; an
+/// allocation that fails (a set of billions of rows) is an error, not an abort.
+pub fn to_vec(map: &RoaringTreemap) -> std::result::Result<Vec<u64>, TryReserveError> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(usize::try_from(map.len()).unwrap_or(usize::MAX))?;
     for (high, bitmap) in map.bitmaps() {
         let high = u64::from(high) << 32;
         let stats = bitmap.statistics();
@@ -234,7 +244,7 @@ pub fn to_vec(map: &RoaringTreemap) -> Vec<u64> {
             out.extend(bitmap.iter().map(|low| high | u64::from(low)));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Size in bytes of [`serialize`]'s output.

@@ -184,9 +184,14 @@ pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<
         ));
     }
     let local = (start - buf_start) as usize;
-    let frame = buf
-        .get(local..(end - buf_start) as usize)
-        .unwrap_or_default();
+    let frame = buf.get(local..(end - buf_start) as usize).ok_or_else(|| {
+        fail(
+            start,
+            "DV frame",
+            format!("bytes {start}..{end}"),
+            format!("only bytes {buf_start}..{buf_end} available (truncated file?)"),
+        )
+    })?;
     let truncated = || {
         fail(
             start,
@@ -201,7 +206,7 @@ pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<
     let (data, crc_bytes) = rest
         .split_at_checked(slot.size_in_bytes as usize)
         .ok_or_else(truncated)?;
-    let data_size = i32::from_be_bytes(size_bytes.try_into().unwrap_or_default());
+    let data_size = i32::from_be_bytes(size_bytes.try_into().map_err(|_| truncated())?);
     if i64::from(data_size) != i64::from(slot.size_in_bytes) {
         return Err(fail(
             start,
@@ -210,7 +215,7 @@ pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<
             data_size.to_string(),
         ));
     }
-    let stored_crc = u32::from_be_bytes(crc_bytes.try_into().unwrap_or_default());
+    let stored_crc = u32::from_be_bytes(crc_bytes.try_into().map_err(|_| truncated())?);
     let actual_crc = crc32fast::hash(data);
     if stored_crc != actual_crc {
         return Err(fail(

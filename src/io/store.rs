@@ -158,6 +158,79 @@ pub fn table_url(uri: &str) -> Result<Url> {
         .map_err(|()| Error::InvalidArgument(format!("bad table path {uri:?}")))
 }
 
+/// Which store a URL names (its kind, and the account/bucket/container part
+/// of the URL), and the object path inside that store. `s3://b/k` and
+/// `s3a://b/k` name the same store; `s3://other/k` does not.
+fn store_identity(url: &Url) -> std::result::Result<(String, Path), object_store::Error> {
+    if url.scheme() == "memory" {
+        // memory://NAME/path (see `TableStore::open`).
+        let path = Path::from_url_path(url.path())?;
+        return Ok((format!("Memory/{}", url.host_str().unwrap_or("")), path));
+    }
+    let (kind, path) = ObjectStoreScheme::parse(url)?;
+    // The leading URL path segments the scheme parser took as the container
+    // (e.g. `https://account.blob.core.windows.net/container/...`).
+    let segments: Vec<&str> = url
+        .path_segments()
+        .map(|s| s.filter(|p| !p.is_empty()).collect())
+        .unwrap_or_default();
+    let container = segments
+        .get(..segments.len().saturating_sub(path.parts().count()))
+        .map(|c| c.join("/"))
+        .unwrap_or_default();
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let identity = format!(
+        "{kind:?}/{}@{host}:{}/{container}",
+        url.username(),
+        url.port().map_or_else(String::new, |p| p.to_string())
+    );
+    Ok((identity, path))
+}
+
+/// A URL for messages: no password, query or fragment.
+fn display_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+/// The store part of a table URL for messages (`s3://bucket`).
+fn display_store(url: &Url) -> String {
+    let user = match url.username() {
+        "" => String::new(),
+        u => format!("{u}@"),
+    };
+    format!(
+        "{}://{user}{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default()
+    )
+}
+
+/// A file type's name for messages.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
 fn configure<B, K>(
     mut builder: B,
     options: &HashMap<String, String>,
@@ -275,16 +348,28 @@ impl TableStore {
     }
 
     /// Resolve a data or DV file location: relative paths (decoded) join the
-    /// table root; absolute URIs must point into this store.
+    /// table root; absolute URIs must name this store (same scheme family,
+    /// bucket/container and account), anything else is refused rather than
+    /// read from the table's own store under the same key.
     pub fn resolve(&self, location: &str) -> Result<Path> {
         if let Some((scheme, _)) = location.split_once(':') {
             if scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric()) {
                 let url = Url::parse(location).map_err(|e| {
                     Error::InvalidArgument(format!("bad file URI {location:?}: {e}"))
                 })?;
-                let (_, path) = ObjectStoreScheme::parse(&url).map_err(|e| {
+                let (file_store, path) = store_identity(&url).map_err(|e| {
                     Error::InvalidArgument(format!("unsupported file URI {location:?}: {e}"))
                 })?;
+                let (table_store, _) = store_identity(&self.url)
+                    .map_err(|e| Error::InvalidArgument(format!("unsupported table URI: {e}")))?;
+                if file_store != table_store {
+                    return Err(Error::InvalidArgument(format!(
+                        "file URI {} is not in the table's store {}: deltadv reads files \
+                         only from the store holding the table",
+                        display_url(&url),
+                        display_store(&self.url)
+                    )));
+                }
                 return Ok(path);
             }
         }
@@ -299,6 +384,36 @@ impl TableStore {
             );
         }
         Ok(self.path(location))
+    }
+
+    /// Whether the table is on the local file system.
+    pub fn is_local(&self) -> bool {
+        self.url.scheme() == "file"
+    }
+
+    /// Refuse to read a local path that exists but is not a regular file: a
+    /// FIFO or device would block or never end. Other stores hold only objects.
+    fn check_regular_file(&self, path: &Path) -> Result<()> {
+        if !self.is_local() {
+            return Ok(());
+        }
+        let Ok(local) = LocalFileSystem::new().path_to_filesystem(path) else {
+            return Ok(());
+        };
+        // Not found (and other stat errors) are reported by the read itself.
+        if let Ok(meta) = std::fs::metadata(&local) {
+            if !meta.is_file() {
+                let kind = file_kind(&meta.file_type());
+                return Err(Error::Io {
+                    path: local.display().to_string(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("not a regular file ({kind}); refusing to read it"),
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// List `_delta_log` (optionally starting after `offset`, a file name).
@@ -346,6 +461,7 @@ impl TableStore {
 
     /// GET a whole object.
     pub async fn get(&self, path: &Path) -> Result<Bytes> {
+        self.check_regular_file(path)?;
         RequestCounts::bump(&self.counts.gets);
         let result = self
             .store
@@ -361,6 +477,7 @@ impl TableStore {
     /// GET a byte range, clipped to the object's size (a range that runs past
     /// the end returns what exists, so format checks can report truncation).
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        self.check_regular_file(path)?;
         RequestCounts::bump(&self.counts.gets);
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),

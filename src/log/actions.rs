@@ -459,6 +459,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn floats_survive_a_parse_and_render_round_trip() {
+        // Found by fuzz target log_line: without serde_json's float_roundtrip this
+        // came back as 1.6971733333333337e+62 (one ulp off).
+        let line =
+            r#"{"commitInfo":{"t":1.6971733333333335e+62,"u":0.1,"v":-2.2250738585072014e-308}}"#;
+        let actions = parse_commit(line.as_bytes(), "x.json").unwrap();
+        let rendered = actions[0].to_json_line().unwrap();
+        assert_eq!(rendered, line);
+        assert_eq!(
+            parse_commit(rendered.as_bytes(), "y.json").unwrap(),
+            actions
+        );
+    }
+
+    #[test]
     fn record_count_scan_agrees_with_serde() {
         let cases = [
             r#"{"numRecords":10,"minValues":{"a":1,"numRecords":99},"maxValues":{"s":"x}\"{"},"nullCount":{"a":0},"tightBounds":false}"#,

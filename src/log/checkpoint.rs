@@ -151,7 +151,15 @@ impl AddColumns {
             modification_time: longs(adds, "modificationTime", file)?,
             data_change: child(adds, "dataChange").and_then(|a| a.as_boolean_opt().cloned()),
             stats: strings(adds, "stats", file)?,
-            partition_values: map("partitionValues"),
+            partition_values: match child(adds, "partitionValues") {
+                None => None,
+                Some(a) => Some(a.as_map_opt().cloned().ok_or_else(|| {
+                    err(
+                        file,
+                        format!("add.partitionValues is {}, not a map", a.data_type()),
+                    )
+                })?),
+            },
             tags: map("tags"),
             dv,
             base_row_id: longs(adds, "baseRowId", file)?,

@@ -342,7 +342,18 @@ fn parse_primitive(name: &str, path: &str) -> Result<DataType> {
     })
 }
 
-fn parse_type(value: &Value, path: &str) -> Result<DataType> {
+/// Deepest nesting of struct/array/map types a schema may have. serde_json
+/// already stops at 128 levels of JSON; this keeps every recursive walk of a
+/// parsed schema (Arrow conversion, JSON, reading nested columns) bounded
+/// whatever produced the JSON.
+pub const MAX_TYPE_DEPTH: usize = 100;
+
+fn parse_type(value: &Value, path: &str, depth: usize) -> Result<DataType> {
+    if depth > MAX_TYPE_DEPTH {
+        return Err(schema_err(format!(
+            "column '{path}': types nested deeper than {MAX_TYPE_DEPTH} levels"
+        )));
+    }
     match value {
         Value::String(name) => parse_primitive(name, path),
         Value::Object(obj) => {
@@ -355,12 +366,12 @@ fn parse_type(value: &Value, path: &str) -> Result<DataType> {
                 }
             };
             match kind {
-                "struct" => Ok(DataType::Struct(parse_struct(obj, path)?)),
+                "struct" => Ok(DataType::Struct(parse_struct(obj, path, depth)?)),
                 "array" => {
                     let element = obj.get("elementType").ok_or_else(|| {
                         schema_err(format!("column '{path}': array without \"elementType\""))
                     })?;
-                    let element = parse_type(element, &child_path(path, "element"))?;
+                    let element = parse_type(element, &child_path(path, "element"), depth + 1)?;
                     Ok(DataType::Array {
                         element: Box::new(element),
                         contains_null: get_bool(obj, "containsNull", true, path)?,
@@ -374,8 +385,8 @@ fn parse_type(value: &Value, path: &str) -> Result<DataType> {
                         schema_err(format!("column '{path}': map without \"valueType\""))
                     })?;
                     Ok(DataType::Map {
-                        key: Box::new(parse_type(key, &child_path(path, "key"))?),
-                        value: Box::new(parse_type(value, &child_path(path, "value"))?),
+                        key: Box::new(parse_type(key, &child_path(path, "key"), depth + 1)?),
+                        value: Box::new(parse_type(value, &child_path(path, "value"), depth + 1)?),
                         value_contains_null: get_bool(obj, "valueContainsNull", true, path)?,
                     })
                 }
@@ -391,10 +402,10 @@ fn parse_type(value: &Value, path: &str) -> Result<DataType> {
 /// Parse one Delta type (a type name, or a struct/array/map object); `path`
 /// names the column in errors.
 pub fn parse_data_type(value: &Value, path: &str) -> Result<DataType> {
-    parse_type(value, path)
+    parse_type(value, path, 0)
 }
 
-fn parse_field(value: &Value, parent: &str) -> Result<StructField> {
+fn parse_field(value: &Value, parent: &str, depth: usize) -> Result<StructField> {
     let obj = value.as_object().ok_or_else(|| {
         schema_err(format!(
             "struct '{parent}': a field must be an object, found {value}"
@@ -412,7 +423,7 @@ fn parse_field(value: &Value, parent: &str) -> Result<StructField> {
     let type_value = obj
         .get("type")
         .ok_or_else(|| schema_err(format!("column '{path}': field without \"type\"")))?;
-    let data_type = parse_type(type_value, &path)?;
+    let data_type = parse_type(type_value, &path, depth + 1)?;
     let nullable = get_bool(obj, "nullable", true, &path)?;
     let metadata = match obj.get("metadata") {
         None | Some(Value::Null) => Map::new(),
@@ -431,7 +442,7 @@ fn parse_field(value: &Value, parent: &str) -> Result<StructField> {
     })
 }
 
-fn parse_struct(obj: &Map<String, Value>, path: &str) -> Result<StructType> {
+fn parse_struct(obj: &Map<String, Value>, path: &str, depth: usize) -> Result<StructType> {
     let fields = match obj.get("fields") {
         Some(Value::Array(fields)) => fields,
         _ => {
@@ -442,7 +453,7 @@ fn parse_struct(obj: &Map<String, Value>, path: &str) -> Result<StructType> {
     };
     let fields = fields
         .iter()
-        .map(|f| parse_field(f, path))
+        .map(|f| parse_field(f, path, depth))
         .collect::<Result<Vec<_>>>()?;
     let mut seen = HashSet::with_capacity(fields.len());
     for f in &fields {
@@ -474,7 +485,7 @@ impl StructType {
             .as_object()
             .ok_or_else(|| schema_err("schemaString must be a JSON object"))?;
         match obj.get("type") {
-            Some(Value::String(t)) if t == "struct" => parse_struct(obj, ""),
+            Some(Value::String(t)) if t == "struct" => parse_struct(obj, "", 0),
             _ => Err(schema_err(
                 "schemaString must be a struct type ({\"type\":\"struct\",…})",
             )),
@@ -877,7 +888,8 @@ fn parse_offset_seconds(zone: &str) -> Option<i64> {
     };
     let (h, m) = match (rest.len(), rest.split_once(':')) {
         (_, Some((h, m))) => (h, m),
-        (4, None) => rest.split_at(2),
+        // Four bytes are not necessarily four characters: split on a boundary.
+        (4, None) => rest.split_at_checked(2)?,
         (2, None) => (rest, "00"),
         _ => return None,
     };
@@ -1316,6 +1328,70 @@ mod tests {
         ));
     }
 
+    /// A schema with one column `c` whose type is `levels` arrays (or structs) deep
+    /// around a long.
+    fn nested_schema(levels: usize, kind: &str) -> String {
+        let (open, close) = match kind {
+            "array" => (
+                r#"{"type":"array","elementType":"#,
+                r#","containsNull":true}"#,
+            ),
+            _ => (
+                r#"{"type":"struct","fields":[{"name":"s","type":"#,
+                r#","nullable":true,"metadata":{}}]}"#,
+            ),
+        };
+        format!(
+            r#"{{"type":"struct","fields":[{{"name":"c","type":{}"long"{},"nullable":true,"metadata":{{}}}}]}}"#,
+            open.repeat(levels),
+            close.repeat(levels)
+        )
+    }
+
+    #[test]
+    fn deeply_nested_types_are_refused_not_a_stack_overflow() {
+        // Far past any limit: serde_json's recursion limit refuses the JSON.
+        for kind in ["array", "struct"] {
+            for levels in [1_000, 100_000] {
+                let err = StructType::parse(&nested_schema(levels, kind)).unwrap_err();
+                assert!(
+                    matches!(&err, Error::Schema(m) if m.contains("recursion limit exceeded")),
+                    "{kind} x{levels}: {err}"
+                );
+            }
+        }
+        // JSON that serde accepts but that nests more types than MAX_TYPE_DEPTH.
+        let err = StructType::parse(&nested_schema(MAX_TYPE_DEPTH, "array")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("nested deeper than {MAX_TYPE_DEPTH} levels")),
+            "{err}"
+        );
+        // The deepest schema accepted is parsed, converted, printed and
+        // re-serialized on a 1 MiB stack (half a tokio worker's, a quarter of
+        // the default in a debug build): the recursive walks have room to spare.
+        let deepest = [
+            nested_schema(MAX_TYPE_DEPTH - 1, "array"),
+            // Each struct level is three JSON levels: serde's 128 caps these first.
+            nested_schema(41, "struct"),
+        ];
+        std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                for text in deepest {
+                    let st = StructType::parse(&text).unwrap();
+                    let arrow = st.to_arrow(ColumnMappingMode::None, false).unwrap();
+                    assert_eq!(arrow.fields().len(), 1);
+                    assert_eq!(StructType::parse(&st.to_schema_string()).unwrap(), st);
+                    assert!(!format!("{st:?}").is_empty());
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(StructType::parse(&nested_schema(42, "struct")).is_err());
+    }
+
     #[test]
     fn bad_type_names_and_shapes() {
         for ty in [
@@ -1651,6 +1727,20 @@ mod tests {
         ] {
             assert_invalid(DataType::Date, bad);
         }
+    }
+
+    #[test]
+    fn timestamp_zone_with_multibyte_characters_is_invalid_not_a_panic() {
+        // Found by fuzz target predicate_parse: a 4-byte zone "+\u{1}\u{0}\u{c8}"
+        // split at byte 2, inside a character.
+        for zone in ["+0\u{e9}0", "-\u{20ac}0", "+\u{1f600}", "+\u{e9}\u{e9}"] {
+            assert_eq!(zone.len(), 5, "{zone:?}: a sign and 4 bytes");
+            assert_eq!(parse_offset_seconds(zone), None, "{zone:?}");
+            let ts = format!("2024-02-02 03:04:05{zone}");
+            assert_eq!(parse_timestamp_micros(&ts, true), None, "{ts:?}");
+        }
+        assert_eq!(parse_offset_seconds("+0130"), Some(5400));
+        assert_invalid(DataType::Timestamp, "2024-02-02 03:04:05+0\u{e9}0");
     }
 
     #[test]

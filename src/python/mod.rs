@@ -1,8 +1,10 @@
 //! PyO3 bindings (feature `python`): type conversion, GIL release and error
 //! mapping only. All logic lives in the pure Rust modules.
 
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
@@ -62,30 +64,102 @@ pub(crate) fn to_py(err: Error) -> PyErr {
     }
 }
 
+/// Most 2^16-row bitmap containers one `range` of consecutive row indexes may
+/// fill (2^32 rows). Larger ranges are refused before a bitmap is built: a
+/// range costs no memory in Python, but `range(0, 2**62)` needs 2^46 containers.
+const MAX_RANGE_CONTAINERS: u64 = 1 << 16;
+
+/// Most row indexes a range with a step other than 1 may hold (each is
+/// inserted one by one).
+const MAX_STEPPED_RANGE_ROWS: u64 = 1 << 26;
+
+/// The rows of a Python `range`, refused when negative, above
+/// [`bitmap::MAX_ROW_INDEX`], or larger than the limits above.
+fn rows_from_range(range: &Bound<'_, PyRange>) -> PyResult<RoaringTreemap> {
+    let bound = |name: &str| -> PyResult<i128> {
+        range.getattr(name)?.extract::<i128>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "row index range {name} is out of the 128-bit integer range"
+            ))
+        })
+    };
+    let (start, stop, step) = (bound("start")?, bound("stop")?, bound("step")?);
+    let too_large = || {
+        PyValueError::new_err(format!(
+            "row index range({start}, {stop}, {step}) has bounds too large for row indexes"
+        ))
+    };
+    // Python guarantees step != 0. Number of rows, and the smallest and largest.
+    let (span, stride) = if step > 0 {
+        (stop.checked_sub(start), step)
+    } else {
+        (
+            start.checked_sub(stop),
+            step.checked_neg().ok_or_else(too_large)?,
+        )
+    };
+    let span = span.ok_or_else(too_large)?;
+    if span <= 0 {
+        return Ok(RoaringTreemap::new());
+    }
+    let len = span / stride + i128::from(span % stride != 0);
+    let last = (len - 1)
+        .checked_mul(step)
+        .and_then(|d| start.checked_add(d))
+        .ok_or_else(too_large)?;
+    let (low, high) = (start.min(last), start.max(last));
+    if low < 0 {
+        return Err(PyValueError::new_err(format!(
+            "row indexes must be >= 0, found {low}"
+        )));
+    }
+    if high > i128::from(bitmap::MAX_ROW_INDEX) {
+        return Err(PyValueError::new_err(format!(
+            "row index {high} exceeds the largest storable row index {}",
+            bitmap::MAX_ROW_INDEX
+        )));
+    }
+    // Both within 0..=MAX_ROW_INDEX (< 2^63) from here on.
+    let (low, high) = (low as u64, high as u64);
+    let mut map = RoaringTreemap::new();
+    if step.abs() == 1 {
+        let containers = (high >> 16) - (low >> 16) + 1;
+        if containers > MAX_RANGE_CONTAINERS {
+            return Err(PyValueError::new_err(format!(
+                "range of {len} row indexes ({low}..={high}) is too large: it needs {containers} \
+                 bitmap containers of 65536 rows, at most {MAX_RANGE_CONTAINERS} are accepted \
+                 in one range"
+            )));
+        }
+        map.insert_range(low..=high);
+        return Ok(map);
+    }
+    if len > i128::from(MAX_STEPPED_RANGE_ROWS) {
+        return Err(PyValueError::new_err(format!(
+            "range of {len} row indexes (step {step}) is too large: at most \
+             {MAX_STEPPED_RANGE_ROWS} are accepted in one range with a step other than 1"
+        )));
+    }
+    let step = step.unsigned_abs() as u64;
+    let mut row = low;
+    while row <= high {
+        // Ascending: each push goes after the current maximum.
+        map.insert(row);
+        match row.checked_add(step) {
+            Some(next) => row = next,
+            None => break,
+        }
+    }
+    Ok(map)
+}
+
 /// Row indexes from any supported Python object.
 pub(crate) fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreemap> {
     if let Ok(dv) = obj.cast::<DeletionVector>() {
         return Ok(dv.get().map.clone());
     }
     if let Ok(range) = obj.cast::<PyRange>() {
-        let (start, stop, step): (i64, i64, i64) = (
-            range.getattr("start")?.extract()?,
-            range.getattr("stop")?.extract()?,
-            range.getattr("step")?.extract()?,
-        );
-        if step == 1 {
-            if start >= stop {
-                return Ok(RoaringTreemap::new());
-            }
-            if start < 0 {
-                return Err(PyValueError::new_err(format!(
-                    "row indexes must be >= 0, found {start}"
-                )));
-            }
-            let mut map = RoaringTreemap::new();
-            map.insert_range(start as u64..stop as u64);
-            return Ok(map);
-        }
+        return rows_from_range(range);
     }
     // numpy arrays (and anything exposing to_numpy, e.g. pyarrow arrays).
     let array = if obj.hasattr("__array_interface__")? {
@@ -97,9 +171,11 @@ pub(crate) fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreema
     };
     if let Some(array) = array {
         if let Ok(a) = array.extract::<PyReadonlyArray1<'_, u64>>() {
-            return Ok(sorted_or_not(a.as_slice().ok(), || {
-                a.to_vec().unwrap_or_default()
-            }));
+            // Strided (non-contiguous) arrays are read through their view.
+            return match a.as_slice() {
+                Ok(values) => Ok(rows_from_values(values.iter().copied())),
+                Err(_) => Ok(rows_from_values(a.as_array().iter().copied())),
+            };
         }
         let np = obj.py().import("numpy")?;
         let signed = np.call_method1("asarray", (&array,))?;
@@ -111,46 +187,46 @@ pub(crate) fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreema
         }
         let as_i64 = signed.call_method1("astype", ("int64",))?;
         let a = as_i64.extract::<PyReadonlyArray1<'_, i64>>()?;
-        return rows_from_signed(a.as_slice().unwrap_or(&a.to_vec().unwrap_or_default()));
+        let view = a.as_array();
+        if let Some(bad) = view.iter().find(|v| **v < 0) {
+            return Err(PyValueError::new_err(format!(
+                "row indexes must be >= 0, found {bad}"
+            )));
+        }
+        return Ok(rows_from_values(view.iter().map(|v| *v as u64)));
     }
-    let mut values: Vec<i64> = Vec::new();
+    // Any other iterable, inserted as it is read (nothing is collected first).
+    let mut map = RoaringTreemap::new();
     for item in obj.try_iter()? {
         let item = item?;
         let v: i64 = item.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "row indexes must be non-negative integers, found {}",
-                item.repr().map(|r| r.to_string()).unwrap_or_default()
+                item.repr().map_or_else(
+                    |_| "an object without a repr".to_string(),
+                    |r| r.to_string()
+                )
             ))
         })?;
-        values.push(v);
-    }
-    rows_from_signed(&values)
-}
-
-fn sorted_or_not(slice: Option<&[u64]>, fallback: impl FnOnce() -> Vec<u64>) -> RoaringTreemap {
-    let owned;
-    let values = match slice {
-        Some(s) => s,
-        None => {
-            owned = fallback();
-            &owned
+        let row = u64::try_from(v)
+            .map_err(|_| PyValueError::new_err(format!("row indexes must be >= 0, found {v}")))?;
+        if map.try_push(row).is_err() {
+            map.insert(row);
         }
-    };
-    if values.is_sorted_by(|a, b| a < b) {
-        RoaringTreemap::from_sorted_iter(values.iter().copied()).unwrap_or_default()
-    } else {
-        values.iter().copied().collect()
     }
+    Ok(map)
 }
 
-fn rows_from_signed(values: &[i64]) -> PyResult<RoaringTreemap> {
-    if let Some(bad) = values.iter().find(|v| **v < 0) {
-        return Err(PyValueError::new_err(format!(
-            "row indexes must be >= 0, found {bad}"
-        )));
+/// A treemap of `values`: appended in one pass when they ascend strictly,
+/// inserted one by one otherwise.
+fn rows_from_values(values: impl Iterator<Item = u64> + Clone) -> RoaringTreemap {
+    if values.clone().is_sorted_by(|a, b| a < b) {
+        let mut map = RoaringTreemap::new();
+        if map.append(values.clone()).is_ok() {
+            return map;
+        }
     }
-    let unsigned: Vec<u64> = values.iter().map(|v| *v as u64).collect();
-    Ok(sorted_or_not(Some(&unsigned), Vec::new))
+    values.collect()
 }
 
 /// A set of deleted row indexes (a 64-bit roaring bitmap).
@@ -232,9 +308,15 @@ impl DeletionVector {
     }
 
     /// All row indexes, ascending, as a uint64 numpy array.
-    fn to_numpy<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        let rows: Vec<u64> = py.detach(|| bitmap::to_vec(&self.map));
-        PyArray1::from_vec(py, rows)
+    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let rows: Vec<u64> = py.detach(|| bitmap::to_vec(&self.map)).map_err(|e| {
+            PyMemoryError::new_err(format!(
+                "cannot allocate {} row indexes ({} bytes) for to_numpy: {e}",
+                self.map.len(),
+                self.map.len().saturating_mul(8)
+            ))
+        })?;
+        Ok(PyArray1::from_vec(py, rows))
     }
 
     /// Rows in either set.

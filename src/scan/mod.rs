@@ -193,7 +193,28 @@ pub async fn split(
 /// Number of rows of a data file, from its parquet footer.
 pub async fn file_row_count(store: &TableStore, path: &str, size: u64) -> Result<u64> {
     let meta = load_metadata_for(store, path, size).await?;
-    Ok(u64::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0))
+    let n = meta.metadata().file_metadata().num_rows();
+    u64::try_from(n).map_err(|_| parquet_error(path, format!("footer says the file has {n} rows")))
+}
+
+/// Rows of each row group of a data file. A negative count is a corrupt
+/// footer: counted as 0, it would shift every row index after it.
+pub(crate) fn row_group_rows(
+    meta: &parquet::file::metadata::ParquetMetaData,
+    path: &str,
+) -> Result<Vec<u64>> {
+    meta.row_groups()
+        .iter()
+        .enumerate()
+        .map(|(i, rg)| {
+            u64::try_from(rg.num_rows()).map_err(|_| {
+                parquet_error(
+                    path,
+                    format!("footer says row group {i} has {} rows", rg.num_rows()),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Footers read at once by [`count_rows`].
@@ -478,18 +499,13 @@ async fn read_file_columns(
     }
     let deleted: Option<RoaringTreemap> = match (deleted, &file.deletion_vector) {
         (DeletedRows::Known(map), _) => map,
-        (DeletedRows::Load, Some(d)) => dv::load_many(store, &[d]).await?.pop(),
+        (DeletedRows::Load, Some(d)) => Some(dv::load_one(store, d).await?),
         (DeletedRows::Load, None) => None,
     };
     let location = store.resolve(&file.path)?;
     let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
     let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
-    let row_group_rows: Vec<u64> = builder
-        .metadata()
-        .row_groups()
-        .iter()
-        .map(|rg| u64::try_from(rg.num_rows()).unwrap_or(0))
-        .collect();
+    let row_group_rows = row_group_rows(builder.metadata(), &file.path)?;
     let plan = selection::plan(&row_group_rows, &chosen, deleted.as_ref(), &file.path)?;
 
     // Physical names of the requested data columns, and where each comes from.

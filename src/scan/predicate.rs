@@ -235,9 +235,30 @@ enum Token {
     Dot,
 }
 
+/// Deepest nesting of parentheses and `NOT`s a predicate may have. The parser
+/// and everything that walks the parsed tree recurse once per level, so this
+/// bounds their stack use whatever the text.
+pub const MAX_PREDICATE_DEPTH: usize = 128;
+
+/// Longest prefix of a predicate quoted in an error message.
+const QUOTED_TEXT_LIMIT: usize = 200;
+
+/// `text` for an error message, cut to its first [`QUOTED_TEXT_LIMIT`] characters.
+fn quoted(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_TEXT_LIMIT) {
+        Some((cut, _)) => format!(
+            "{:?}... ({} bytes)",
+            text.get(..cut).unwrap_or(text),
+            text.len()
+        ),
+        None => format!("{text:?}"),
+    }
+}
+
 fn syntax(text: &str, at: usize, what: impl fmt::Display) -> Error {
     Error::UnsupportedPredicate(format!(
-        "cannot parse predicate {text:?} at character {at}: {what}"
+        "cannot parse predicate {} at character {at}: {what}",
+        quoted(text)
     ))
 }
 
@@ -373,6 +394,8 @@ struct Parser<'a> {
     text: &'a str,
     tokens: Vec<(usize, Token)>,
     pos: usize,
+    /// Open parentheses and `NOT`s around the current position.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -438,18 +461,40 @@ impl Parser<'_> {
         })
     }
 
+    /// One level deeper (a `NOT` or an opening parenthesis), refused past
+    /// [`MAX_PREDICATE_DEPTH`]. Pair with `self.depth -= 1` on success.
+    fn descend(&mut self) -> Result<()> {
+        if self.depth >= MAX_PREDICATE_DEPTH {
+            // A limit of deltadv's, not a construct outside its subset: an error
+            // of its own, so callers with a fallback (Spark) do not hand the text on.
+            return Err(Error::InvalidArgument(format!(
+                "predicate nested deeper than {MAX_PREDICATE_DEPTH} levels (parentheses and NOTs) at character {}: {}",
+                self.offset(),
+                quoted(self.text)
+            )));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn not(&mut self) -> Result<Expr> {
-        if self.keyword("NOT") {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+        if matches!(self.peek(), Some(Token::Word(w)) if w.eq_ignore_ascii_case("NOT")) {
+            self.descend()?;
+            self.pos += 1;
+            let inner = self.not()?;
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(inner)));
         }
         self.primary()
     }
 
     fn primary(&mut self) -> Result<Expr> {
         if self.peek() == Some(&Token::LParen) {
+            self.descend()?;
             self.pos += 1;
             let e = self.or()?;
             self.expect(&Token::RParen, "')'")?;
+            self.depth -= 1;
             return Ok(e);
         }
         if self.at_column() {
@@ -628,6 +673,7 @@ impl Expr {
             text,
             tokens,
             pos: 0,
+            depth: 0,
         };
         let e = p.or()?;
         if p.pos < p.tokens.len() {
@@ -1563,6 +1609,46 @@ mod tests {
             let err = Expr::parse(bad).unwrap_err().to_string();
             assert!(err.contains("cannot parse predicate"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn nesting_is_limited_not_a_stack_overflow() {
+        // At the limit: parses, binds and evaluates.
+        let nots = format!("{}id = 1", "NOT ".repeat(MAX_PREDICATE_DEPTH));
+        let deep = bind(&nots).unwrap();
+        assert!(deep.may_match(&|_| Some(range(1, 1))));
+        let parens = format!(
+            "{}id = 1{}",
+            "(".repeat(MAX_PREDICATE_DEPTH),
+            ")".repeat(MAX_PREDICATE_DEPTH)
+        );
+        assert_eq!(Expr::parse(&parens).unwrap().to_string(), "id = 1");
+        let mixed = format!(
+            "{}id = 1{}",
+            "NOT (".repeat(MAX_PREDICATE_DEPTH / 2),
+            ")".repeat(MAX_PREDICATE_DEPTH / 2)
+        );
+        assert!(Expr::parse(&mixed).is_ok());
+        // One past it, and far past it (these overflowed the stack before).
+        for text in [
+            format!("{}id = 1", "NOT ".repeat(MAX_PREDICATE_DEPTH + 1)),
+            format!("{}id = 1", "NOT ".repeat(100_000)),
+            format!("{}id = 1{}", "(".repeat(200_000), ")".repeat(200_000)),
+            format!("{}id = 1", "(NOT ".repeat(100_000)),
+        ] {
+            let err = Expr::parse(&text).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!(
+                    "predicate nested deeper than {MAX_PREDICATE_DEPTH} levels"
+                )),
+                "{err}"
+            );
+            // The message quotes a prefix of the text, not all of it.
+            assert!(err.len() < 600, "{} bytes", err.len());
+        }
+        // Long flat chains are not nesting.
+        let flat = vec!["id = 1"; 20_000].join(" OR ");
+        assert!(bind(&flat).unwrap().may_match(&|_| Some(range(1, 1))));
     }
 
     #[test]

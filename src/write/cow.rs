@@ -27,18 +27,22 @@ pub struct Rewrite<'a> {
     pub already_deleted: u64,
 }
 
+/// Whether an add path is an absolute URI (`s3://…`, `file:/…`) or an
+/// absolute local path rather than relative to the table root.
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+        || path.split_once(':').is_some_and(|(scheme, _)| {
+            scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
 /// Rewrite `r`'s file without its deleted rows; the new add action, or None
 /// when no row is left.
 async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option<(Add, u64)>> {
     let path = normalize_path(&r.add.path);
     let size = u64::try_from(r.add.size).unwrap_or(0);
     let meta = scan::load_metadata_for(store, &path, size).await?;
-    let rows: Vec<u64> = meta
-        .metadata()
-        .row_groups()
-        .iter()
-        .map(|rg| u64::try_from(rg.num_rows()).unwrap_or(0))
-        .collect();
+    let rows = scan::row_group_rows(meta.metadata(), &path)?;
     let all: Vec<usize> = (0..rows.len()).collect();
     let plan = selection::plan(&rows, &all, Some(&r.deleted), &path)?;
     let kept = plan.kept_count();
@@ -68,13 +72,19 @@ async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option
         }
         writer.close().await.map_err(|e| parquet_error(&path, e))?;
     }
-    // Same directory (as written in the log, so its encoding is kept).
+    // Same directory (as written in the log, so its encoding is kept) for a
+    // relative path; the table root for an absolute one (a file elsewhere, e.g.
+    // a shallow clone's source): new files are always written under the root.
     let name = format!("part-{}-c000.snappy.parquet", uuid::Uuid::new_v4());
-    let raw_dir = r.add.path.rfind('/').map_or("", |i| &r.add.path[..=i]);
+    let raw_dir = if is_absolute(&r.add.path) {
+        ""
+    } else {
+        r.add.path.rfind('/').map_or("", |i| &r.add.path[..=i])
+    };
     let new_raw = format!("{raw_dir}{name}");
     let new_size = buf.len();
     if !store
-        .put_if_absent(&store.resolve(&normalize_path(&new_raw))?, Bytes::from(buf))
+        .put_if_absent(&store.path(&normalize_path(&new_raw)), Bytes::from(buf))
         .await?
     {
         return Err(Error::InvalidArgument(format!("{new_raw} already exists")));

@@ -80,7 +80,12 @@ async fn write_dv_files(
 ) -> Result<Vec<DeletionVectorDescriptor>> {
     let mut out = Vec::with_capacity(maps.len());
     for range in dv_file_groups(maps, target) {
-        let group = maps.get(range).unwrap_or_default();
+        let group = maps.get(range.clone()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "DV file group {range:?} is outside the {} deletion vectors",
+                maps.len()
+            ))
+        })?;
         out.extend(dv::write_file_to(store, "", group).await?);
     }
     Ok(out)
@@ -483,7 +488,7 @@ async fn check_and_rebase(
         };
         // The winner replaced this file's DV: rebase onto it.
         t.base_dv = match &new_add.deletion_vector {
-            Some(d) => dv::load_many(store, &[d]).await?.pop().unwrap_or_default(),
+            Some(d) => dv::load_one(store, d).await?,
             None => RoaringTreemap::new(),
         };
         t.add = (*new_add).clone();
@@ -824,7 +829,7 @@ pub async fn commit_prepared(
                 deleted: p.deleted,
             });
         } else if let Some(d) = &current.add.deletion_vector {
-            t.base_dv = dv::load_many(store, &[d]).await?.pop().unwrap_or_default();
+            t.base_dv = dv::load_one(store, d).await?;
         }
         targets.insert(key, t);
     }
@@ -836,6 +841,15 @@ pub async fn commit_prepared(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn widened_stats_keep_float_bounds_exactly() {
+        let stats = r#"{"numRecords":3,"minValues":{"x":1.6971733333333335e+62},"maxValues":{"x":0.30000000000000004}}"#;
+        let wide: Value = serde_json::from_str(&wide_stats(Some(stats), 3)).unwrap();
+        assert_eq!(wide["minValues"]["x"].to_string(), "1.6971733333333335e+62");
+        assert_eq!(wide["maxValues"]["x"].to_string(), "0.30000000000000004");
+        assert_eq!(wide["tightBounds"], json!(false));
+    }
 
     #[test]
     fn dv_files_are_cut_at_the_target_size() {

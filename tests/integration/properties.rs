@@ -59,7 +59,7 @@ proptest! {
         if optimize {
             map.optimize(); // run containers
         }
-        prop_assert_eq!(bitmap::to_vec(&map), map.iter().collect::<Vec<u64>>());
+        prop_assert_eq!(bitmap::to_vec(&map).unwrap(), map.iter().collect::<Vec<u64>>());
     }
 
     #[test]
@@ -112,7 +112,7 @@ fn to_vec_on_dense_and_mixed_containers() {
         if optimize {
             m.optimize();
         }
-        assert_eq!(bitmap::to_vec(&m), m.iter().collect::<Vec<u64>>());
+        assert_eq!(bitmap::to_vec(&m).unwrap(), m.iter().collect::<Vec<u64>>());
     }
 }
 
@@ -121,7 +121,7 @@ fn to_vec_on_run_containers() {
     let mut map = RoaringTreemap::new();
     map.insert_range(10..1_000_010);
     map.optimize();
-    let rows = bitmap::to_vec(&map);
+    let rows = bitmap::to_vec(&map).unwrap();
     assert_eq!(rows.len(), 1_000_000);
     assert_eq!(rows, (10..1_000_010).collect::<Vec<u64>>());
 }

@@ -147,3 +147,118 @@ fn special_characters_in_local_paths() {
         .unwrap();
     assert_eq!(fs::read(root.join("x%y z.bin")).unwrap(), b"hi");
 }
+
+#[test]
+fn file_uris_outside_the_table_store_are_refused() {
+    let s3_opts: HashMap<String, String> = [
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "k"),
+        ("AWS_SECRET_ACCESS_KEY", "s"),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let s3 = TableStore::open("s3://mine/t", &s3_opts).unwrap();
+    // Same bucket, any S3 scheme spelling: the key inside the bucket.
+    for same in ["s3://mine/t/x.bin", "s3a://mine/t/x.bin"] {
+        assert_eq!(s3.resolve(same).unwrap().as_ref(), "t/x.bin", "{same}");
+    }
+    assert_eq!(
+        s3.resolve("s3://mine/elsewhere/x.bin").unwrap().as_ref(),
+        "elsewhere/x.bin"
+    );
+    // Another bucket, another scheme or a local file: refused, never read as
+    // `mine/x.bin` (which is what happened before).
+    for foreign in [
+        "s3://other/x.bin",
+        "s3://other/t/x.bin",
+        "gs://mine/t/x.bin",
+        "file:///t/x.bin",
+        "memory://mine/t/x.bin",
+        "https://s3.amazonaws.com/other/t/x.bin",
+    ] {
+        let e = s3.resolve(foreign).unwrap_err().to_string();
+        assert!(
+            e.contains("not in the table's store s3://mine") || e.contains("unsupported file URI"),
+            "{foreign}: {e}"
+        );
+        assert!(
+            e.contains(foreign) || e.contains("unsupported"),
+            "{foreign}: {e}"
+        );
+    }
+    // Azure: the container is the URL's user part.
+    let az = TableStore::open(
+        "abfss://c1@account.dfs.core.windows.net/t",
+        &[
+            ("AZURE_STORAGE_ACCOUNT_KEY", "a2V5"),
+            ("AZURE_STORAGE_ACCOUNT_NAME", "account"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    )
+    .unwrap();
+    assert!(az
+        .resolve("abfss://c1@account.dfs.core.windows.net/t/x")
+        .is_ok());
+    assert!(az
+        .resolve("abfss://c2@account.dfs.core.windows.net/t/x")
+        .is_err());
+    assert!(az
+        .resolve("abfss://c1@other.dfs.core.windows.net/t/x")
+        .is_err());
+    // Local tables: any local path (the file system is one store), nothing else.
+    let dir = tempfile::tempdir().unwrap();
+    let local = TableStore::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+    assert_eq!(
+        local.resolve("file:///a/b.bin").unwrap().as_ref(),
+        "a/b.bin"
+    );
+    assert_eq!(
+        local.resolve("file://localhost/a/b.bin").unwrap().as_ref(),
+        "a/b.bin"
+    );
+    assert!(local.resolve("file://otherhost/a/b.bin").is_err());
+    assert!(local.resolve("s3://mine/t/x.bin").is_err());
+    // Named in-memory stores are separate stores.
+    let mem = TableStore::open("memory://one/t", &HashMap::new()).unwrap();
+    assert_eq!(mem.resolve("memory://one/t/x").unwrap().as_ref(), "t/x");
+    assert!(mem.resolve("memory://two/t/x").is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn non_regular_files_are_refused_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("deletion_vector_fifo.bin");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+    // Reading a FIFO with no writer would block forever; it is refused at once.
+    let path = store.path("deletion_vector_fifo.bin");
+    for result in [
+        block_on(store.get_range(&path, 1..10)).unwrap(),
+        block_on(store.get(&path)).unwrap().map(|_| Bytes::new()),
+    ] {
+        let e = result.unwrap_err().to_string();
+        assert!(e.contains("not a regular file (a FIFO)"), "{e}");
+        assert!(e.contains(fifo.to_str().unwrap()), "{e}");
+    }
+    let e = block_on(store.get(&store.path("sub")))
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a directory"), "{e}");
+    // A missing file is still "not found".
+    let e = block_on(store.get(&store.path("missing.bin")))
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(e, deltadv::Error::NotFound { .. }), "{e}");
+}
