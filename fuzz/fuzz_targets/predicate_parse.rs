@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array, RecordBatch,
-    StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array,
+    RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use deltadv::log::schema::{ColumnMappingMode, StructType};
 use deltadv::scan::predicate::{Binding, ColumnStats, Expr, Predicate, Val};
@@ -38,14 +38,22 @@ fn rows() -> Vec<(&'static str, [Option<Val>; 3])> {
         ("x", [Some(Val::Float(1.5)), Some(Val::Float(-0.25)), None]),
         (
             "s",
-            [Some(Val::Str("a".into())), Some(Val::Str("zz'".into())), None],
+            [
+                Some(Val::Str("a".into())),
+                Some(Val::Str("zz'".into())),
+                None,
+            ],
         ),
         ("d", [Some(Val::Int(19_000)), Some(Val::Int(0)), None]),
         ("b", [Some(Val::Bool(true)), Some(Val::Bool(false)), None]),
         ("amount", [Some(Val::Int(12_345)), Some(Val::Int(-1)), None]),
         (
             "ts",
-            [Some(Val::Int(1_700_000_000_000_000)), Some(Val::Int(0)), None],
+            [
+                Some(Val::Int(1_700_000_000_000_000)),
+                Some(Val::Int(0)),
+                None,
+            ],
         ),
         (
             "part",
@@ -99,8 +107,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let rows = rows();
     for binding in [Binding::Strict, Binding::Lenient] {
-        let Ok(p) = Predicate::new(&text, &schema, &partitions, ColumnMappingMode::None, binding)
-        else {
+        let Ok(p) = Predicate::new(
+            &text,
+            &schema,
+            &partitions,
+            ColumnMappingMode::None,
+            binding,
+        ) else {
             continue;
         };
         let _ = p.partition_only();
@@ -116,7 +129,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(unknown, "{text:?} keeps row {row} but nothing-known prunes");
             let exact = |i: usize| -> Option<ColumnStats> {
                 let c = p.columns().get(i)?;
-                let (_, values) = rows.iter().find(|(n, _)| Some(*n) == c.logical.first().map(String::as_str))?;
+                let (_, values) = rows
+                    .iter()
+                    .find(|(n, _)| Some(*n) == c.logical.first().map(String::as_str))?;
                 Some(ColumnStats::exact(values.get(row)?.clone()))
             };
             assert!(
