@@ -25,13 +25,7 @@ PY
 )
 
 venv=.cache/venv-pyspark-min
-python=${WHEEL_PYTHON:-}
-if [ -z "$python" ]; then
-    python=python3
-    for candidate in python3.10 "$(pyenv root 2>/dev/null)/versions/3.10"*/bin/python3.10; do
-        if "$candidate" -c '' >/dev/null 2>&1; then python=$candidate; break; fi
-    done
-fi
+python=$(bash scripts/oldest-python.sh)
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
     rm -rf "$venv"
     "$python" -m venv "$venv"

@@ -50,13 +50,7 @@ cargo metadata --offline --no-deps --format-version 1 \
     --manifest-path "$OUT"/sdist/deltadv-*/Cargo.toml >/dev/null
 
 # A fresh venv with the wheel; numpy and pyarrow from PyPI (pip's cache after the first run).
-python=${WHEEL_PYTHON:-}
-if [ -z "$python" ]; then
-    python=python3
-    for candidate in python3.10 "$(pyenv root 2>/dev/null)/versions/3.10"*/bin/python3.10; do
-        if "$candidate" -c '' >/dev/null 2>&1; then python=$candidate; break; fi
-    done
-fi
+python=$(bash scripts/oldest-python.sh)
 "$python" -m venv "$OUT/venv"
 "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
 smoke=$(realpath tests/wheel_smoke.py)

@@ -221,22 +221,11 @@ def test_fifo_dv_file_is_refused_not_read_forever(tmp_path: Path) -> None:
 
 def test_p_dv_naming_a_local_file_on_another_host_is_refused(tmp_path: Path) -> None:
     root = _table(tmp_path, deleted={0: [1, 2, 3]})
-    (dv_file,) = root.glob("deletion_vector_*.bin")
-    actions = _commit(root)
-    for a in actions:
-        dv = a.get("add", {}).get("deletionVector")
-        if dv:
-            dv["storageType"] = "p"
-            dv["pathOrInlineDv"] = f"file://otherhost{dv_file}"
-    _rewrite_commit(root, actions)
+    _as_p_dv(root, lambda name: f"file://otherhost{root / name}")
     with pytest.raises(ValueError, match="is not in the table's store"):
         DeltaTable(str(root)).to_pyarrow()
     # the same file without a host is read
-    for a in actions:
-        dv = a.get("add", {}).get("deletionVector")
-        if dv:
-            dv["pathOrInlineDv"] = f"file://{dv_file}"
-    _rewrite_commit(root, actions)
+    _as_p_dv(root, lambda name: f"file://{root / name}")
     assert DeltaTable(str(root)).to_pyarrow().num_rows == 2 * ROWS - 3
 
 
