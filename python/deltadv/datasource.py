@@ -81,7 +81,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from deltadv.spark import DEFAULT_SPLIT_SIZE, _to_arrow_schema
+from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _to_arrow_schema
 from deltadv.table import DeltaTable, ScanTask
 
 if TYPE_CHECKING:

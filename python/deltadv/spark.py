@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _to_arrow_schema
 from deltadv.exceptions import UnsupportedPredicateError
 from deltadv.table import DV_FILE_TARGET_SIZE, ScanTask
 from deltadv.table import DeltaTable as _LocalTable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 TASK_COLUMN = "task"
 
@@ -44,22 +44,6 @@ def _task_reader(
                 yield from ScanTask(task, storage_options).read()
 
     return read_tasks
-
-
-DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
-
-
-def _to_arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark's Arrow exchange uses for ``schema`` (timestamps in UTC).
-    PySpark 4.2 takes the zone as ``timezone=``; 4.1 has no such parameter and always
-    converts timestamps to UTC."""
-    import inspect
-
-    from pyspark.sql.pandas.types import to_arrow_schema as convert
-
-    if "timezone" in inspect.signature(convert).parameters:
-        return convert(schema, timezone="UTC")
-    return convert(schema)
 
 
 def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:

@@ -509,6 +509,13 @@ impl DeletionVectorDescriptor {
     }
 }
 
+/// Arm fault-injection points for tests (`dv_write`, `commit_put`,
+/// `after_commit`; comma separated, "" disarms).
+#[pyfunction]
+fn _set_fault_points(points: &str) {
+    crate::write::set_fault_points(points);
+}
+
 /// Z85-encode bytes the way Delta does (zero padding to 4 bytes).
 #[pyfunction]
 fn z85_encode(data: &[u8]) -> String {
@@ -551,6 +558,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::ArrowStream>()?;
     m.add_class::<table::ArrowSchema>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fault_points, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;

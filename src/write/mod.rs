@@ -18,16 +18,63 @@ use crate::error::{Error, Result};
 pub const ENGINE_INFO: &str = concat!("deltadv/", env!("CARGO_PKG_VERSION"));
 
 /// Environment variable naming fault-injection points (comma separated), for
-/// tests: `dv_write`, `commit_put`, `after_commit`.
+/// tests: `dv_write`, `commit_put`, `after_commit`. Read once per process, at
+/// the first write; [`set_fault_points`] replaces the set afterwards.
 pub const FAIL_AT_ENV: &str = "DELTADV_FAIL_AT";
 
-/// Fail here if the fault-injection variable names this point.
+/// The armed fault points: from [`FAIL_AT_ENV`] once, then [`set_fault_points`].
+fn fault_points() -> &'static std::sync::Mutex<Vec<String>> {
+    static POINTS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
+    POINTS.get_or_init(|| {
+        std::sync::Mutex::new(parse_points(
+            &std::env::var(FAIL_AT_ENV).unwrap_or_default(),
+        ))
+    })
+}
+
+fn parse_points(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Arm fault-injection points for tests (comma separated; "" disarms all).
+pub fn set_fault_points(points: &str) {
+    let mut armed = match fault_points().lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    *armed = parse_points(points);
+}
+
+/// Fail here if this fault point is armed.
 pub(crate) fn fail_point(name: &str) -> Result<()> {
-    match std::env::var(FAIL_AT_ENV) {
-        Ok(v) if v.split(',').any(|p| p.trim() == name) => Err(Error::Io {
+    let armed = match fault_points().lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if armed.iter().any(|p| p == name) {
+        return Err(Error::Io {
             path: format!("<fault injected at {name}>"),
-            source: std::io::Error::other(format!("{FAIL_AT_ENV}={v}")),
-        }),
-        _ => Ok(()),
+            source: std::io::Error::other(format!("fault point {name} armed")),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_points_arm_and_disarm() {
+        set_fault_points(" commit_put , dv_write");
+        assert!(fail_point("commit_put").is_err());
+        assert!(fail_point("dv_write").is_err());
+        assert!(fail_point("after_commit").is_ok());
+        set_fault_points("");
+        assert!(fail_point("commit_put").is_ok());
     }
 }

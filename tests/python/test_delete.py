@@ -8,7 +8,6 @@ write."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 import deltadv
 from deltadv import CommitConflictError, DeltaDVError, DeltaTable
+from deltadv._core import _set_fault_points
 from deltadv._sample import make_table
 
 ROWS = 1000
@@ -137,15 +137,8 @@ def test_delete_of_a_file_removed_meanwhile_is_a_conflict(table: Path) -> None:
 
 @pytest.fixture
 def fail_at() -> Iterator[Any]:
-    def set_point(point: str) -> None:
-        os.environ[deltadv_env()] = point
-
-    yield set_point
-    os.environ.pop(deltadv_env(), None)
-
-
-def deltadv_env() -> str:
-    return "DELTADV_FAIL_AT"
+    yield _set_fault_points
+    _set_fault_points("")
 
 
 @pytest.mark.parametrize("point", ["dv_write", "commit_put"])

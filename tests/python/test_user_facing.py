@@ -252,3 +252,17 @@ def test_spark_read_surfaces_errors_other_than_unsupported_predicates(
     with pytest.raises(ValueError, match="nested deeper") as info:
         dspark.read(spark, str(root), filter=deep)
     assert not isinstance(info.value, deltadv.UnsupportedPredicateError)
+
+
+def test_spark_glue_has_no_import_circle() -> None:
+    """deltadv.datasource and deltadv.spark share helpers from a third module:
+    importing either does not import the other."""
+    import subprocess
+    import sys
+
+    for first, other in [
+        ("deltadv.datasource", "deltadv.spark"),
+        ("deltadv.spark", "deltadv.datasource"),
+    ]:
+        code = f"import sys, {first}; assert {other!r} not in sys.modules, sorted(sys.modules)"
+        subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,26 @@
+"""Helpers shared by ``deltadv.spark`` and ``deltadv.datasource`` (so neither
+imports the other at module level)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+#: Spark's default split size (``spark.sql.files.maxPartitionBytes``).
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+
+
+def _to_arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark's Arrow exchange uses for ``schema`` (timestamps in UTC).
+    PySpark 4.2 takes the zone as ``timezone=``; 4.1 has no such parameter and always
+    converts timestamps to UTC."""
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema as convert
+
+    if "timezone" in inspect.signature(convert).parameters:
+        return convert(schema, timezone="UTC")
+    return convert(schema)
