@@ -17,6 +17,8 @@ cargo test
 echo "== python: ruff"
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
+echo "== python: stubs (_core.pyi against the built module)"
+.venv/bin/python -m mypy.stubtest deltadv._core
 echo "== python: wheel and sdist (fresh venv), lowest PySpark"
 bash scripts/check-wheel.sh
 bash scripts/check-spark-min.sh

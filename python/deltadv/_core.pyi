@@ -1,10 +1,30 @@
 """Type stubs for the native module ``deltadv._core``."""
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "ENGINE_INFO",
+    "ArrowSchema",
+    "ArrowStream",
+    "DeletionVector",
+    "DeletionVectorDescriptor",
+    "RawDeltaTable",
+    "RowIterator",
+    "__version__",
+    "_set_fault_points",
+    "prepare_delete",
+    "put_object",
+    "read_scan_task",
+    "remove_uncommitted_files",
+    "scan_task_schema",
+    "write_deletion_vectors",
+    "z85_decode",
+    "z85_encode",
+]
 
 __version__: str
 #: ``commitInfo.engineInfo`` of every commit deltadv writes (``deltadv/<version>``).
@@ -12,8 +32,9 @@ ENGINE_INFO: str
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
-RowsLike = Iterable[int] | range | npt.ArrayLike | "DeletionVector"
+_RowsLike = Iterable[int] | range | npt.ArrayLike | "DeletionVector"
 
+@final
 class DeletionVector:
     """A set of deleted row indexes: a 64-bit roaring bitmap.
 
@@ -21,24 +42,27 @@ class DeletionVector:
     DeletionVector. Negative indexes raise ValueError.
     """
 
-    def __init__(self, rows: RowsLike | None = None) -> None: ...
+    def __new__(cls, rows: _RowsLike | None = None) -> DeletionVector: ...
     @property
     def cardinality(self) -> int: ...
     def __len__(self) -> int: ...
-    def __contains__(self, row: object) -> bool: ...
+    def __contains__(self, row: object, /) -> bool: ...
     def __iter__(self) -> Iterator[int]: ...
     def __bool__(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __or__(self, other: RowsLike) -> DeletionVector: ...
-    def __sub__(self, other: RowsLike) -> DeletionVector: ...
-    def __and__(self, other: RowsLike) -> DeletionVector: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __or__(self, other: _RowsLike, /) -> DeletionVector: ...
+    def __ror__(self, other: _RowsLike, /) -> DeletionVector: ...
+    def __sub__(self, other: _RowsLike, /) -> DeletionVector: ...
+    def __rsub__(self, other: _RowsLike, /) -> DeletionVector: ...
+    def __and__(self, other: _RowsLike, /) -> DeletionVector: ...
+    def __rand__(self, other: _RowsLike, /) -> DeletionVector: ...
     def min(self) -> int | None: ...
     def max(self) -> int | None: ...
     def to_numpy(self) -> np.ndarray[Any, np.dtype[np.uint64]]:
         """All row indexes, ascending, as uint64."""
-    def union(self, other: RowsLike) -> DeletionVector: ...
-    def difference(self, other: RowsLike) -> DeletionVector: ...
-    def intersection(self, other: RowsLike) -> DeletionVector: ...
+    def union(self, other: _RowsLike) -> DeletionVector: ...
+    def difference(self, other: _RowsLike) -> DeletionVector: ...
+    def intersection(self, other: _RowsLike) -> DeletionVector: ...
     def serialize(self) -> bytes:
         """RoaringBitmapArray bytes (portable layout, magic 1681511377)."""
     @staticmethod
@@ -49,18 +73,26 @@ class DeletionVector:
         """
     def to_inline_descriptor(self) -> DeletionVectorDescriptor: ...
 
+@final
+class RowIterator:
+    """Iterator over a DeletionVector's rows, ascending."""
+
+    def __iter__(self) -> RowIterator: ...
+    def __next__(self) -> int: ...
+
+@final
 class DeletionVectorDescriptor:
     """The ``deletionVector`` field of an add or remove action, validated."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         storage_type: Literal["u", "i", "p"],
         path_or_inline_dv: str,
         size_in_bytes: int,
         cardinality: int,
         offset: int | None = None,
         max_row_index: int | None = None,
-    ) -> None: ...
+    ) -> DeletionVectorDescriptor: ...
     @staticmethod
     def from_json(value: dict[str, Any] | str) -> DeletionVectorDescriptor: ...
     def to_json(self) -> dict[str, Any]: ...
@@ -83,7 +115,7 @@ class DeletionVectorDescriptor:
     def read(self, table_root: str) -> DeletionVector:
         """Load the deleted rows, reading only this DV's byte range."""
     def __hash__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
 def write_deletion_vectors(
     table_root: str, deletion_vectors: list[DeletionVector], prefix: str = ""
@@ -93,24 +125,27 @@ def write_deletion_vectors(
 def z85_encode(data: bytes) -> str: ...
 def z85_decode(text: str, size: int) -> bytes: ...
 
+@final
 class ArrowStream:
     """Record batches exported through the Arrow PyCapsule interface (once)."""
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
 
+@final
 class ArrowSchema:
     def __arrow_c_schema__(self) -> object: ...
 
+@final
 class RawDeltaTable:
     """Native half of deltadv.DeltaTable."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         table_uri: str,
         version: int | None = None,
         storage_options: dict[str, str] | None = None,
-    ) -> None: ...
+    ) -> RawDeltaTable: ...
     @property
     def table_uri(self) -> str: ...
     @property
@@ -148,14 +183,14 @@ class RawDeltaTable:
         inline_threshold: int = 0,
         predicate: str | None = None,
         allow_copy_on_write: bool = False,
-        dv_file_target_size: int = 2097152,
+        dv_file_target_size: int = ...,  # 2 MiB
     ) -> dict[str, Any]: ...
     def delete(
         self,
         predicate: str | None = None,
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
-        dv_file_target_size: int = 2097152,
+        dv_file_target_size: int = ...,  # 2 MiB
     ) -> dict[str, Any]: ...
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0
@@ -180,6 +215,6 @@ def prepare_delete(
     storage_options: dict[str, str],
     items: list[tuple[str, Any]],
     inline_threshold: int = 0,
-    dv_file_target_size: int = 2097152,
+    dv_file_target_size: int = ...,  # 2 MiB
 ) -> list[str]: ...
 def scan_task_schema(task: str) -> ArrowSchema: ...
