@@ -64,6 +64,10 @@ pub enum Error {
     #[error("predicate outside deltadv's SQL subset: {0}")]
     UnsupportedPredicate(String),
 
+    /// A broken invariant inside deltadv (a bug, not bad input): report it.
+    #[error("internal error in deltadv (please report it): {0}")]
+    Internal(String),
+
     /// A file that does not exist.
     #[error("file not found: {path}")]
     NotFound { path: String },

@@ -57,6 +57,11 @@ class UnsupportedPredicateError(DeltaDVError, ValueError):
     Spark callers fall back to letting Spark evaluate it."""
 
 
+class InternalError(DeltaDVError):
+    """A broken invariant inside deltadv: a bug, never a consequence of bad input.
+    Please report it with the message."""
+
+
 class StorageError(DeltaDVError, OSError):
     """The object store failed a request (other than not-found or permission)."""
 
@@ -68,6 +73,7 @@ __all__ = [
     "CorruptLogError",
     "DeltaDVError",
     "DeltaProtocolError",
+    "InternalError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

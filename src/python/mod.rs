@@ -61,6 +61,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         Error::NotATable(_) => raise("TableNotFoundError", message),
         Error::ObjectStore { .. } => raise("StorageError", message),
         Error::Parquet { .. } => raise("CorruptDataFileError", message),
+        Error::Internal(_) => raise("InternalError", message),
     }
 }
 

@@ -845,18 +845,20 @@ impl Binder<'_> {
 
     fn cmp(&mut self, column: &[String], op: Op, value: &Literal) -> Result<Node> {
         let col = self.column(column)?;
-        let c = self.columns.get(col).cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!("column {} not bound", column_text(column)))
-        })?;
+        let c =
+            self.columns.get(col).cloned().ok_or_else(|| {
+                Error::Internal(format!("column {} not bound", column_text(column)))
+            })?;
         let value = convert(value, &c)?;
         Ok(Node::Cmp { col, op, value })
     }
 
     fn in_list(&mut self, column: &[String], values: &[Literal]) -> Result<Node> {
         let col = self.column(column)?;
-        let c = self.columns.get(col).cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!("column {} not bound", column_text(column)))
-        })?;
+        let c =
+            self.columns.get(col).cloned().ok_or_else(|| {
+                Error::Internal(format!("column {} not bound", column_text(column)))
+            })?;
         let mut out = Vec::new();
         let mut has_null = false;
         for v in values {
@@ -1474,9 +1476,10 @@ impl Predicate {
         use arrow_arith::boolean;
         let rows = batch.num_rows();
         let column = |col: usize| -> Result<ArrayRef> {
-            let c = self.columns.get(col).ok_or_else(|| {
-                Error::InvalidArgument("predicate column index out of range".into())
-            })?;
+            let c = self
+                .columns
+                .get(col)
+                .ok_or_else(|| Error::Internal("predicate column index out of range".into()))?;
             column_array(batch, c)
         };
         match n {

@@ -533,16 +533,17 @@ async fn write_changes<'a>(
     };
     let mut out = Vec::with_capacity(plans.len());
     for (t, change) in plans {
-        let descriptor =
-            match &change {
-                Change::NewDv { map, .. } if inline(map) => {
-                    Some(DeletionVectorDescriptor::inline(map)?)
-                }
-                Change::NewDv { .. } => Some(written.next().ok_or_else(|| {
-                    Error::InvalidArgument(format!("no DV written for {}", t.key))
-                })?),
-                _ => None,
-            };
+        let descriptor = match &change {
+            Change::NewDv { map, .. } if inline(map) => {
+                Some(DeletionVectorDescriptor::inline(map)?)
+            }
+            Change::NewDv { .. } => Some(
+                written
+                    .next()
+                    .ok_or_else(|| Error::Internal(format!("no DV written for {}", t.key)))?,
+            ),
+            _ => None,
+        };
         out.push((t, change, descriptor));
     }
     Ok(out)
@@ -571,9 +572,10 @@ async fn prepare(
             Change::RemoveFile { deleted } => (deleted, None),
             Change::NewDv { deleted, .. } => (
                 deleted,
-                Some(new_dv.ok_or_else(|| {
-                    Error::InvalidArgument(format!("no DV written for {}", t.key))
-                })?),
+                Some(
+                    new_dv
+                        .ok_or_else(|| Error::Internal(format!("no DV written for {}", t.key)))?,
+                ),
             ),
         };
         m.num_deleted_rows += deleted;

@@ -43,6 +43,7 @@ def test_exception_classes_are_exported_and_related() -> None:
         "CorruptDataFileError",
         "UnsupportedPredicateError",
         "StorageError",
+        "InternalError",
     ]
     for name in names:
         cls = getattr(deltadv, name)
@@ -56,6 +57,8 @@ def test_exception_classes_are_exported_and_related() -> None:
     assert issubclass(deltadv.UnsupportedPredicateError, ValueError)
     assert issubclass(deltadv.StorageError, OSError)
     assert not issubclass(deltadv.DeltaProtocolError, ValueError)
+    # a bug of ours is never mistaken for the caller's bad input
+    assert not issubclass(deltadv.InternalError, ValueError)
 
 
 def test_each_failure_raises_its_class(tmp_path: Path) -> None:
