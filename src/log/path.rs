@@ -259,7 +259,73 @@ impl LogPath {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    fn any_path() -> impl Strategy<Value = LogPath> {
+        prop_oneof![
+            any::<u64>().prop_map(LogPath::commit),
+            any::<u64>().prop_map(LogPath::checkpoint),
+            any::<u64>().prop_map(LogPath::crc),
+            (any::<u64>(), 1..=u32::MAX)
+                .prop_flat_map(|(v, parts)| (Just(v), 1..=parts, Just(parts)))
+                .prop_filter_map("part", |(v, part, parts)| LogPath::checkpoint_part(
+                    v, part, parts
+                )),
+            (any::<u64>(), any::<u128>(), any::<bool>()).prop_filter_map(
+                "uuid",
+                |(v, id, json)| {
+                    let id = uuid::Uuid::from_u128(id).hyphenated().to_string();
+                    let format = if json {
+                        CheckpointFormat::Json
+                    } else {
+                        CheckpointFormat::Parquet
+                    };
+                    LogPath::v2_checkpoint(v, &id, format)
+                }
+            ),
+            (any::<u64>(), any::<u64>())
+                .prop_filter_map("order", |(a, b)| LogPath::compaction(a.min(b), a.max(b))),
+            Just(LogPath::LastCheckpoint),
+            "[A-Za-z0-9._-]{1,40}".prop_filter_map("segment", |n| LogPath::sidecar(&n)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn generated_paths_round_trip(p in any_path()) {
+            prop_assert_eq!(LogPath::parse(&p.path_in_log()), Some(p.clone()));
+            prop_assert_eq!(p.relative_path(), format!("_delta_log/{}", p.path_in_log()));
+        }
+
+        /// Whatever is accepted is the canonical spelling of what it parses to.
+        #[test]
+        fn accepted_names_are_canonical(name in "[0-9.a-z_/é-]{0,90}") {
+            if let Some(p) = LogPath::parse(&name) {
+                prop_assert_eq!(p.path_in_log(), name);
+            }
+        }
+
+        /// Near-miss names: valid names with one character replaced.
+        #[test]
+        fn edited_names_are_canonical_or_refused(
+            p in any_path(),
+            at in any::<prop::sample::Index>(),
+            c in prop::char::any(),
+        ) {
+            let name = p.path_in_log();
+            let i = at.index(name.chars().count());
+            let edited: String = name
+                .chars()
+                .enumerate()
+                .map(|(j, x)| if j == i { c } else { x })
+                .collect();
+            if let Some(q) = LogPath::parse(&edited) {
+                prop_assert_eq!(q.path_in_log(), edited);
+            }
+        }
+    }
 
     const UUID: &str = "80a083e8-7026-4e79-81be-64bd76c43a11";
 
