@@ -8,6 +8,7 @@
 //! | [`format::bitmap`]  | RoaringBitmapArray bytes ⇄ `RoaringTreemap` (checked decode)  | no  |
 //! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
+//! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
 //! | [`io`]              | the only module that reads storage                            | yes |
 //! | [`dv`]              | load a descriptor's bitmap (io + format)                      | yes |
 //!

@@ -22,9 +22,10 @@ use crate::io::TableStore;
 use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
 use crate::log::checkpoint::{split_batch, AddColumns};
 use crate::log::features;
+use crate::log::path::{LogPath, LOG_DIR};
 use crate::log::replay::{normalize_path, Replayer};
 use crate::log::schema::{self, ColumnMappingMode, StructType};
-use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogFileKind, LogSegment};
+use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogSegment};
 
 /// Rows per decoded checkpoint batch.
 const CHECKPOINT_BATCH_ROWS: usize = 65_536;
@@ -109,7 +110,10 @@ pub struct Snapshot {
 }
 
 async fn read_last_checkpoint(store: &TableStore) -> Result<Option<LastCheckpoint>> {
-    match store.get(&store.path("_delta_log/_last_checkpoint")).await {
+    match store
+        .get(&store.path(&LogPath::LastCheckpoint.relative_path()))
+        .await
+    {
         Ok(bytes) => LastCheckpoint::parse(&bytes).map(Some),
         Err(Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -122,10 +126,16 @@ pub async fn list_log(store: &TableStore, offset: Option<&str>) -> Result<Vec<Lo
     Ok(metas
         .into_iter()
         .filter_map(|m| {
-            let name = m.location.filename()?.to_string();
+            let f = LogFile::parse(
+                m.location.filename()?,
+                m.size,
+                m.last_modified.timestamp_millis(),
+            )?;
             // Only files directly in _delta_log (not _sidecars/…).
-            let parent_ok = m.location.as_ref().ends_with(&format!("_delta_log/{name}"));
-            parent_ok.then(|| LogFile::parse(&name, m.size, m.last_modified.timestamp_millis()))?
+            m.location
+                .as_ref()
+                .ends_with(&f.relative_path())
+                .then_some(f)
         })
         .collect())
 }
@@ -251,15 +261,12 @@ impl Snapshot {
         let mut files = Vec::new();
         if let (Some(h), None) = (&hint, version) {
             // Start listing just before the hinted checkpoint.
-            let offset = format!("{:020}", h.version.saturating_sub(1));
+            let offset = LogPath::version_prefix(h.version.saturating_sub(1));
             files = list_log(&store, Some(&offset)).await?;
-            if !files.iter().any(|f| {
-                f.version == h.version
-                    && matches!(
-                        f.kind,
-                        LogFileKind::Checkpoint { .. } | LogFileKind::V2Checkpoint { .. }
-                    )
-            }) {
+            if !files
+                .iter()
+                .any(|f| f.version == h.version && f.path.is_checkpoint())
+            {
                 files.clear();
             }
         }
@@ -287,7 +294,7 @@ impl Snapshot {
         let commit_logs: Vec<LogFile> = segment.commits.iter().rev().cloned().collect();
         let store_ref = &store;
         let commits = futures::stream::iter(commit_logs.into_iter().map(|f| async move {
-            let name = format!("_delta_log/{}", f.name);
+            let name = f.relative_path();
             let bytes = store_ref.get(&store_ref.path(&name)).await?;
             let actions = actions::parse_commit(&bytes, &name)?;
             Ok::<_, Error>((f, name, actions))
@@ -309,10 +316,10 @@ impl Snapshot {
         let mut replayer = Replayer::new();
         let mut timestamp = None;
         for (file, name, actions) in commits? {
-            if file.version == segment.version && file.kind == LogFileKind::Commit {
+            if file.version == segment.version && file.is_commit() {
                 timestamp = Some(commit_timestamp(&actions).unwrap_or(file.last_modified));
             }
-            let single = file.kind == LogFileKind::Commit;
+            let single = file.is_commit();
             replayer.apply_commit(actions, &name, single)?;
         }
 
@@ -325,10 +332,10 @@ impl Snapshot {
                             let name = segment
                                 .checkpoint
                                 .first()
-                                .map(|f| f.name.clone())
-                                .unwrap_or_default();
+                                .map(LogFile::relative_path)
+                                .unwrap_or_else(|| LOG_DIR.to_string());
                             return Err(Error::CorruptLog {
-                                file: format!("_delta_log/{name}"),
+                                file: name,
                                 detail: format!(
                                     "_last_checkpoint says the checkpoint holds {size} actions, it holds {}",
                                     data.count
@@ -350,12 +357,12 @@ impl Snapshot {
 
         let result = replayer.finish();
         let protocol = result.protocol.ok_or_else(|| Error::CorruptLog {
-            file: format!("_delta_log (version {})", segment.version),
+            file: format!("{LOG_DIR} (version {})", segment.version),
             detail: "no protocol action".to_string(),
         })?;
         check_protocol(&protocol)?;
         let metadata = result.metadata.ok_or_else(|| Error::CorruptLog {
-            file: format!("_delta_log (version {})", segment.version),
+            file: format!("{LOG_DIR} (version {})", segment.version),
             detail: "no metaData action".to_string(),
         })?;
         let schema = StructType::parse(&metadata.schema_string)?;
@@ -634,7 +641,7 @@ impl Snapshot {
         let files = list_log(&self.store, None).await?;
         let mut commits: Vec<LogFile> = files
             .into_iter()
-            .filter(|f| f.kind == LogFileKind::Commit && f.version <= self.version)
+            .filter(|f| f.is_commit() && f.version <= self.version)
             .collect();
         commits.sort_by_key(|f| std::cmp::Reverse(f.version));
         if let Some(l) = limit {
@@ -642,7 +649,7 @@ impl Snapshot {
         }
         let store = &self.store;
         futures::stream::iter(commits.into_iter().map(|f| async move {
-            let name = format!("_delta_log/{}", f.name);
+            let name = f.relative_path();
             let bytes = store.get(&store.path(&name)).await?;
             let actions = actions::parse_commit(&bytes, &name)?;
             let mut info = actions
@@ -677,7 +684,7 @@ impl Snapshot {
         let mut commits: Vec<LogFile> = list_log(store, None)
             .await?
             .into_iter()
-            .filter(|f| f.kind == LogFileKind::Commit)
+            .filter(LogFile::is_commit)
             .collect();
         commits.sort_by_key(|f| f.version);
         let mut times = Vec::with_capacity(commits.len());
@@ -697,7 +704,7 @@ impl Snapshot {
             let fetched: Vec<Option<i64>> =
                 futures::future::try_join_all(chunk.iter().filter_map(|&i| commits.get(i)).map(
                     |f| async move {
-                        let name = format!("_delta_log/{}", f.name);
+                        let name = f.relative_path();
                         let bytes = store.get(&store.path(&name)).await?;
                         Ok::<_, Error>(in_commit_timestamp(&bytes))
                     },
@@ -744,7 +751,7 @@ fn commit_timestamp(actions: &[Action]) -> Option<i64> {
 async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<CheckpointData> {
     let fetched: Vec<(String, Bytes)> =
         futures::future::try_join_all(files.iter().map(|f| async move {
-            let name = format!("_delta_log/{}", f.name);
+            let name = f.relative_path();
             let bytes = store.get(&store.path(&name)).await?;
             Ok::<_, Error>((name, bytes))
         }))
@@ -756,11 +763,10 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
     };
     let mut sidecars = Vec::new();
     for ((name, bytes), f) in fetched.into_iter().zip(files) {
-        let (adds, others) = match f.kind {
-            LogFileKind::V2Checkpoint { parquet: false } => {
-                (Vec::new(), actions::parse_commit(&bytes, &name)?)
-            }
-            _ => parse_parquet_blocking(bytes, name.clone()).await?,
+        let (adds, others) = if f.is_json_checkpoint() {
+            (Vec::new(), actions::parse_commit(&bytes, &name)?)
+        } else {
+            parse_parquet_blocking(bytes, name.clone()).await?
         };
         for a in &others {
             if let Action::Sidecar(s) = a {
@@ -775,7 +781,7 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             let name = if rel.contains('/') || rel.contains(':') {
                 rel
             } else {
-                format!("_delta_log/_sidecars/{rel}")
+                sidecar_path(&rel)?
             };
             let path = store.resolve(&name)?;
             let bytes = store.get(&path).await?;
@@ -792,6 +798,16 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
         data.absorb(adds, others);
     }
     Ok(data)
+}
+
+/// `_delta_log/_sidecars/<name>` for a sidecar named by its file name.
+fn sidecar_path(name: &str) -> Result<String> {
+    LogPath::sidecar(name)
+        .map(|p| p.relative_path())
+        .ok_or_else(|| Error::CorruptLog {
+            file: format!("{LOG_DIR}/{}", crate::log::path::SIDECAR_DIR),
+            detail: format!("a checkpoint names the sidecar {name:?}, which is not a file name"),
+        })
 }
 
 async fn parse_parquet_blocking(

@@ -22,6 +22,7 @@ use object_store::{
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::log::path::LOG_DIR;
 
 /// Keys deltalake accepts that configure its own behaviour rather than the
 /// store; accepted and ignored here so the same `storage_options` work.
@@ -418,12 +419,12 @@ impl TableStore {
 
     /// List `_delta_log` (optionally starting after `offset`, a file name).
     pub async fn list_log(&self, offset: Option<&str>) -> Result<Vec<object_store::ObjectMeta>> {
-        let prefix = self.path("_delta_log");
+        let prefix = self.path(LOG_DIR);
         RequestCounts::bump(&self.counts.lists);
         let stream = match offset {
             Some(o) => self
                 .store
-                .list_with_offset(Some(&prefix), &self.path(&format!("_delta_log/{o}"))),
+                .list_with_offset(Some(&prefix), &self.path(&format!("{LOG_DIR}/{o}"))),
             None => self.store.list(Some(&prefix)),
         };
         stream

@@ -3,6 +3,8 @@
 pub mod actions;
 pub mod checkpoint;
 pub mod features;
+/// Typed names of the files in `_delta_log` (commits, checkpoints, compactions, CRC, `_last_checkpoint`, sidecars).
+pub mod path;
 pub mod replay;
 pub mod schema;
 pub mod segment;

@@ -1,114 +1,63 @@
 //! Which log files make up a snapshot: the newest usable checkpoint at or
-//! below the wanted version, then every commit after it, gap-free.
-//!
-//! ```text
-//! _delta_log/
-//!   00000000000000000000.json                          commit (version 0)
-//!   00000000000000000010.checkpoint.parquet            classic checkpoint
-//!   00000000000000000010.checkpoint.0000000001.0000000002.parquet   multi-part (part 1 of 2)
-//!   00000000000000000010.checkpoint.<uuid>.json|parquet  V2 checkpoint (top file)
-//!   00000000000000000011.00000000000000000014.compacted.json  log compaction (11..=14)
-//!   _last_checkpoint                                   hint: {"version":10,"size":…,"parts":…}
-//!   _sidecars/<uuid>.parquet                           V2 checkpoint sidecars
-//! ```
+//! below the wanted version, then every commit after it, gap-free. File names
+//! are parsed by [`crate::log::path`].
 
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::log::path::{CheckpointFormat, LogPath};
 
-/// Width of the zero-padded version in log file names.
-pub const VERSION_DIGITS: usize = 20;
-/// Width of the zero-padded part numbers of multi-part checkpoints.
-const PART_DIGITS: usize = 10;
-
-/// What a file in `_delta_log` is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogFileKind {
-    Commit,
-    /// Classic checkpoint: single file (`part == None`) or part `part.0` of `part.1`.
-    Checkpoint {
-        part: Option<(u32, u32)>,
-    },
-    /// V2 checkpoint top file; `parquet` tells the format.
-    V2Checkpoint {
-        parquet: bool,
-    },
-    /// Log compaction file covering `version..=end`.
-    Compaction {
-        end: u64,
-    },
-}
-
-/// One file in `_delta_log`, as listed.
+/// One file in `_delta_log`, as listed: a commit, checkpoint (any kind) or
+/// compaction file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogFile {
+    /// `path.version()`: the version of the file (the first one of a compaction).
     pub version: u64,
-    pub kind: LogFileKind,
-    /// File name within `_delta_log` (no directory).
-    pub name: String,
+    pub path: LogPath,
     pub size: u64,
     /// Milliseconds since the epoch.
     pub last_modified: i64,
-}
-
-fn version_of(s: &str) -> Option<u64> {
-    (s.len() == VERSION_DIGITS && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
 }
 
 impl LogFile {
     /// Classify a `_delta_log` file name; `None` for anything that is not a
     /// commit, checkpoint or compaction file (`.crc`, `_last_checkpoint`, temp files…).
     pub fn parse(name: &str, size: u64, last_modified: i64) -> Option<LogFile> {
-        let (head, rest) = name.split_at_checked(VERSION_DIGITS)?;
-        let version = version_of(head)?;
-        let kind = match rest {
-            ".json" => LogFileKind::Commit,
-            ".checkpoint.parquet" => LogFileKind::Checkpoint { part: None },
-            _ => {
-                if let Some(body) = rest.strip_prefix(".checkpoint.") {
-                    let parts: Vec<&str> = body.split('.').collect();
-                    match parts.as_slice() {
-                        [part, of, "parquet"]
-                            if part.len() == PART_DIGITS && of.len() == PART_DIGITS =>
-                        {
-                            let part: u32 = part.parse().ok()?;
-                            let of: u32 = of.parse().ok()?;
-                            (part >= 1 && part <= of).then_some(())?;
-                            LogFileKind::Checkpoint {
-                                part: Some((part, of)),
-                            }
-                        }
-                        [uuid, ext @ ("json" | "parquet")] if uuid.len() == 36 => {
-                            LogFileKind::V2Checkpoint {
-                                parquet: *ext == "parquet",
-                            }
-                        }
-                        _ => return None,
-                    }
-                } else if let Some(body) = rest.strip_prefix('.') {
-                    let end = body.strip_suffix(".compacted.json")?;
-                    let end = version_of(end)?;
-                    (end >= version).then_some(())?;
-                    LogFileKind::Compaction { end }
-                } else {
-                    return None;
-                }
-            }
-        };
+        let path = LogPath::parse(name)?;
+        let replayed =
+            path.is_commit() || path.is_checkpoint() || matches!(path, LogPath::Compaction { .. });
         Some(LogFile {
-            version,
-            kind,
-            name: name.to_string(),
+            version: path.version().filter(|_| replayed)?,
+            path,
             size,
             last_modified,
         })
     }
 
-    /// Name of the commit file of `version`.
-    pub fn commit_name(version: u64) -> String {
-        format!("{version:020}.json")
+    /// Whether this is a commit file.
+    pub fn is_commit(&self) -> bool {
+        self.path.is_commit()
+    }
+
+    /// Whether this is a V2 checkpoint top file in JSON.
+    pub fn is_json_checkpoint(&self) -> bool {
+        matches!(
+            self.path,
+            LogPath::V2Checkpoint {
+                format: CheckpointFormat::Json,
+                ..
+            }
+        )
+    }
+
+    /// File name within `_delta_log`.
+    pub fn name(&self) -> String {
+        self.path.file_name()
+    }
+
+    /// Path relative to the table root (`_delta_log/…`).
+    pub fn relative_path(&self) -> String {
+        self.path.relative_path()
     }
 }
 
@@ -127,7 +76,7 @@ pub struct LastCheckpoint {
 impl LastCheckpoint {
     pub fn parse(bytes: &[u8]) -> Result<LastCheckpoint> {
         serde_json::from_slice(bytes).map_err(|e| Error::CorruptLog {
-            file: "_delta_log/_last_checkpoint".to_string(),
+            file: LogPath::LastCheckpoint.relative_path(),
             detail: format!("not valid JSON: {e}"),
         })
     }
@@ -159,20 +108,15 @@ pub fn build_segment(
     hint: Option<&LastCheckpoint>,
     target: Option<u64>,
 ) -> Result<LogSegment> {
-    files.sort_by(|a, b| a.version.cmp(&b.version).then(a.name.cmp(&b.name)));
+    files.sort_by(|a, b| a.version.cmp(&b.version).then(a.path.cmp(&b.path)));
     let latest_commit = files
         .iter()
-        .filter(|f| f.kind == LogFileKind::Commit)
+        .filter(|f| f.is_commit())
         .map(|f| f.version)
         .max();
     let latest_checkpoint = files
         .iter()
-        .filter(|f| {
-            matches!(
-                f.kind,
-                LogFileKind::Checkpoint { .. } | LogFileKind::V2Checkpoint { .. }
-            )
-        })
+        .filter(|f| f.path.is_checkpoint())
         .map(|f| f.version)
         .max();
     let Some(latest) = latest_commit.max(latest_checkpoint) else {
@@ -191,19 +135,21 @@ pub fn build_segment(
         let listed: Vec<&LogFile> = files
             .iter()
             .filter(|f| {
-                f.version == hint.version && matches!(f.kind, LogFileKind::Checkpoint { .. })
+                f.version == hint.version
+                    && matches!(
+                        f.path,
+                        LogPath::Checkpoint(_) | LogPath::MultiPartCheckpoint { .. }
+                    )
             })
             .collect();
         if let (Some(parts), Some(first)) = (hint.parts, listed.first()) {
-            let found = match first.kind {
-                LogFileKind::Checkpoint {
-                    part: Some((_, of)),
-                } => of,
+            let found = match first.path {
+                LogPath::MultiPartCheckpoint { parts, .. } => parts,
                 _ => 1,
             };
             if found != parts {
                 return Err(Error::CorruptLog {
-                    file: first.name.clone(),
+                    file: first.name(),
                     detail: format!(
                         "_last_checkpoint says version {} has {parts} parts, the listed checkpoint has {found}",
                         hint.version
@@ -218,7 +164,7 @@ pub fn build_segment(
     let mut commits: Vec<LogFile> = Vec::new();
     let mut expected = first_commit;
     let mut last_commit = None;
-    for f in files.iter().filter(|f| f.kind == LogFileKind::Commit) {
+    for f in files.iter().filter(|f| f.is_commit()) {
         if f.version == version {
             last_commit = Some(f.clone());
         }
@@ -227,7 +173,7 @@ pub fn build_segment(
         }
         if f.version != expected {
             return Err(Error::CorruptLog {
-                file: LogFile::commit_name(expected),
+                file: LogPath::commit(expected).file_name(),
                 detail: format!(
                     "missing: the log jumps from version {} to {}",
                     expected.saturating_sub(1),
@@ -240,7 +186,7 @@ pub fn build_segment(
     }
     if expected <= version {
         return Err(Error::CorruptLog {
-            file: LogFile::commit_name(expected),
+            file: LogPath::commit(expected).file_name(),
             detail: format!("missing: needed to reach version {version}"),
         });
     }
@@ -259,12 +205,7 @@ fn choose_checkpoint(files: &[LogFile], version: u64) -> (Option<u64>, Vec<LogFi
     let mut candidates: Vec<u64> = files
         .iter()
         .filter(|f| f.version <= version)
-        .filter(|f| {
-            matches!(
-                f.kind,
-                LogFileKind::Checkpoint { .. } | LogFileKind::V2Checkpoint { .. }
-            )
-        })
+        .filter(|f| f.path.is_checkpoint())
         .map(|f| f.version)
         .collect();
     candidates.dedup();
@@ -273,30 +214,24 @@ fn choose_checkpoint(files: &[LogFile], version: u64) -> (Option<u64>, Vec<LogFi
         // Prefer a V2 top file, then a single-file classic, then a complete multi-part set.
         if let Some(f) = at
             .iter()
-            .find(|f| matches!(f.kind, LogFileKind::V2Checkpoint { .. }))
+            .find(|f| matches!(f.path, LogPath::V2Checkpoint { .. }))
         {
             return (Some(v), vec![(*f).clone()]);
         }
-        if let Some(f) = at
-            .iter()
-            .find(|f| f.kind == LogFileKind::Checkpoint { part: None })
-        {
+        if let Some(f) = at.iter().find(|f| matches!(f.path, LogPath::Checkpoint(_))) {
             return (Some(v), vec![(*f).clone()]);
         }
         let mut by_count: std::collections::BTreeMap<u32, Vec<&LogFile>> = Default::default();
         for f in &at {
-            if let LogFileKind::Checkpoint {
-                part: Some((_, of)),
-            } = f.kind
-            {
-                by_count.entry(of).or_default().push(f);
+            if let LogPath::MultiPartCheckpoint { parts, .. } = f.path {
+                by_count.entry(parts).or_default().push(f);
             }
         }
         for (of, parts) in by_count.into_iter().rev() {
             let mut seen: Vec<u32> = parts
                 .iter()
-                .filter_map(|f| match f.kind {
-                    LogFileKind::Checkpoint { part: Some((p, _)) } => Some(p),
+                .filter_map(|f| match f.path {
+                    LogPath::MultiPartCheckpoint { part, .. } => Some(part),
                     _ => None,
                 })
                 .collect();
@@ -304,8 +239,8 @@ fn choose_checkpoint(files: &[LogFile], version: u64) -> (Option<u64>, Vec<LogFi
             seen.dedup();
             if seen.len() == of as usize {
                 let mut chosen: Vec<LogFile> = parts.into_iter().cloned().collect();
-                chosen.sort_by(|a, b| a.name.cmp(&b.name));
-                chosen.dedup_by(|a, b| a.kind == b.kind);
+                chosen.sort_by(|a, b| a.path.cmp(&b.path));
+                chosen.dedup_by(|a, b| a.path == b.path);
                 return (Some(v), chosen);
             }
         }
@@ -323,7 +258,7 @@ fn use_compactions(
 ) -> Vec<LogFile> {
     let compactions: Vec<&LogFile> = files
         .iter()
-        .filter(|f| matches!(f.kind, LogFileKind::Compaction { end } if f.version >= first && end <= last))
+        .filter(|f| matches!(f.path, LogPath::Compaction { start, end } if start >= first && end <= last))
         .collect();
     if compactions.is_empty() {
         return commits;
@@ -334,8 +269,8 @@ fn use_compactions(
         let best = compactions
             .iter()
             .filter(|c| c.version == commit.version)
-            .filter_map(|c| match c.kind {
-                LogFileKind::Compaction { end } => Some((end, *c)),
+            .filter_map(|c| match c.path {
+                LogPath::Compaction { end, .. } => Some((end, *c)),
                 _ => None,
             })
             .max_by_key(|(end, _)| *end);
@@ -365,35 +300,35 @@ mod tests {
     }
 
     #[test]
-    fn classifies_names() {
-        let f = |n: &str| LogFile::parse(n, 0, 0).map(|f| (f.version, f.kind));
+    fn keeps_only_replayed_files() {
+        let f = |n: &str| LogFile::parse(n, 0, 0).map(|f| (f.version, f.path));
         assert_eq!(
             f("00000000000000000003.json"),
-            Some((3, LogFileKind::Commit))
-        );
-        assert_eq!(
-            f("00000000000000000010.checkpoint.parquet"),
-            Some((10, LogFileKind::Checkpoint { part: None }))
+            Some((3, LogPath::commit(3)))
         );
         assert_eq!(
             f("00000000000000000010.checkpoint.0000000002.0000000003.parquet"),
-            Some((10, LogFileKind::Checkpoint { part: Some((2, 3)) }))
-        );
-        assert_eq!(
-            f("00000000000000000010.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json"),
-            Some((10, LogFileKind::V2Checkpoint { parquet: false }))
+            Some((10, LogPath::checkpoint_part(10, 2, 3).unwrap()))
         );
         assert_eq!(
             f("00000000000000000004.00000000000000000006.compacted.json"),
-            Some((4, LogFileKind::Compaction { end: 6 }))
+            Some((4, LogPath::compaction(4, 6).unwrap()))
         );
-        for bad in [
+        let v2 = LogFile::parse(
+            "00000000000000000010.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json",
+            0,
+            0,
+        )
+        .unwrap();
+        assert!(v2.is_json_checkpoint() && v2.version == 10);
+        for other in [
             "00000000000000000003.crc",
             "_last_checkpoint",
+            "_sidecars/a.parquet",
             "3.json",
             ".00000000000000000003.json.tmp",
         ] {
-            assert_eq!(f(bad), None, "{bad}");
+            assert_eq!(f(other), None, "{other}");
         }
     }
 
@@ -471,7 +406,7 @@ mod tests {
             "00000000000000000002.00000000000000000009.compacted.json",
         ]);
         let s = build_segment(files, None, None).unwrap();
-        let names: Vec<_> = s.commits.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<_> = s.commits.iter().map(LogFile::name).collect();
         assert_eq!(
             names,
             vec![

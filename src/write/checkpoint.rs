@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::log::actions::Action;
+use crate::log::path::LogPath;
 use crate::snapshot::Snapshot;
 
 /// `delta.checkpointInterval` when unset.
@@ -116,7 +117,7 @@ pub fn checkpoint_schema() -> SchemaRef {
 
 fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
     Error::Parquet {
-        file: format!("_delta_log/{version:020}.checkpoint.parquet"),
+        file: LogPath::checkpoint(version).relative_path(),
         detail: e.to_string(),
     }
 }
@@ -181,7 +182,7 @@ pub async fn write(snapshot: &Snapshot) -> Result<()> {
     let size_in_bytes = bytes.len();
     store
         .put(
-            &store.path(&format!("_delta_log/{version:020}.checkpoint.parquet")),
+            &store.path(&LogPath::checkpoint(version).relative_path()),
             bytes,
         )
         .await?;
@@ -193,7 +194,7 @@ pub async fn write(snapshot: &Snapshot) -> Result<()> {
     });
     store
         .put(
-            &store.path("_delta_log/_last_checkpoint"),
+            &store.path(&LogPath::LastCheckpoint.relative_path()),
             Bytes::from(last.to_string()),
         )
         .await

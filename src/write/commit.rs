@@ -8,10 +8,11 @@ use super::fail_point;
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{parse_commit, Action};
+use crate::log::path::LogPath;
 
 /// `_delta_log/<version>.json` relative to the table root.
 pub fn commit_path(version: u64) -> String {
-    format!("_delta_log/{version:020}.json")
+    LogPath::commit(version).relative_path()
 }
 
 /// The bytes of a commit file: one action per line.

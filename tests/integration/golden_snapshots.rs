@@ -174,12 +174,12 @@ fn compacted_log_files_are_used_and_agree() {
         snap.segment()
             .commits
             .iter()
-            .any(|c| c.name.contains("compacted")),
+            .any(|c| matches!(c.path, deltadv::log::path::LogPath::Compaction { .. })),
         "a compaction file was used: {:?}",
         snap.segment()
             .commits
             .iter()
-            .map(|c| &c.name)
+            .map(|c| c.name())
             .collect::<Vec<_>>()
     );
     assert_eq!(snap.logical_rows(), Some(5));
