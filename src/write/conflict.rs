@@ -873,3 +873,298 @@ mod tests {
         }
     }
 }
+
+/// Property test: concurrent transactions over an in-memory table model,
+/// committed through the checker, leave the rows of some serial order.
+#[cfg(test)]
+mod interleavings {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    type Row = (u64, i64); // (row id, value)
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Blind append of a new file with these values.
+        Append(Vec<i64>),
+        /// DELETE WHERE value BETWEEN lo AND hi.
+        Delete { lo: i64, hi: i64 },
+        /// UPDATE SET value = value + 100 WHERE value BETWEEN lo AND hi: the
+        /// rows are deleted (DV) and rewritten into a new file.
+        Update { lo: i64, hi: i64 },
+    }
+
+    #[derive(Debug, Clone)]
+    struct File {
+        rows: Vec<Row>,
+        dv: RoaringTreemap,
+    }
+    type State = BTreeMap<String, File>;
+
+    fn live(state: &State) -> BTreeSet<Row> {
+        let mut out = BTreeSet::new();
+        for f in state.values() {
+            for (pos, row) in (0u64..).zip(&f.rows) {
+                if !f.dv.contains(pos) {
+                    out.insert(*row);
+                }
+            }
+        }
+        out
+    }
+
+    fn append_rows(txn: usize, vals: &[i64]) -> Vec<Row> {
+        (0u64..)
+            .zip(vals)
+            .map(|(k, v)| (1000 * (txn as u64 + 1) + k, *v))
+            .collect()
+    }
+
+    /// One op applied serially to a set of live rows.
+    fn apply_serially(rows: &mut BTreeSet<Row>, txn: usize, op: &Op) {
+        match op {
+            Op::Append(vals) => rows.extend(append_rows(txn, vals)),
+            Op::Delete { lo, hi } => rows.retain(|(_, v)| !(lo..=hi).contains(&v)),
+            Op::Update { lo, hi } => {
+                *rows = rows
+                    .iter()
+                    .map(|&(id, v)| {
+                        if (lo..=hi).contains(&&v) {
+                            (id, v + 100)
+                        } else {
+                            (id, v)
+                        }
+                    })
+                    .collect();
+            }
+        }
+    }
+
+    fn action(v: Value) -> Action {
+        match Action::from_value(v, "model", 1) {
+            Ok(Some(a)) => a,
+            other => panic!("bad model action: {other:?}"),
+        }
+    }
+    fn add(path: &str) -> Action {
+        action(
+            json!({"add": {"path": path, "partitionValues": {}, "size": 1,
+            "modificationTime": 0, "dataChange": true}}),
+        )
+    }
+    fn remove(path: &str) -> Action {
+        action(json!({"remove": {"path": path, "deletionTimestamp": 0, "dataChange": true}}))
+    }
+
+    /// A transaction planned against the snapshot it read.
+    struct Plan {
+        ctx: TxnContext,
+        /// path -> (rows changed, base DV)
+        changes: BTreeMap<String, (RoaringTreemap, RoaringTreemap)>,
+        new_files: Vec<(String, Vec<Row>)>,
+        operation: &'static str,
+    }
+
+    fn plan(txn: usize, op: &Op, read_version: u64, state: &State, iso: IsolationLevel) -> Plan {
+        let mut p = Plan {
+            ctx: TxnContext {
+                isolation: iso,
+                read_version,
+                ..TxnContext::default()
+            },
+            changes: BTreeMap::new(),
+            new_files: Vec::new(),
+            operation: "WRITE",
+        };
+        let (lo, hi, rewrite) = match op {
+            Op::Append(vals) => {
+                p.ctx.blind_append = true;
+                p.new_files
+                    .push((format!("append-{txn}.parquet"), append_rows(txn, vals)));
+                return p;
+            }
+            Op::Delete { lo, hi } => (*lo, *hi, false),
+            Op::Update { lo, hi } => (*lo, *hi, true),
+        };
+        p.operation = if rewrite { "UPDATE" } else { "DELETE" };
+        p.ctx.reads = ReadSet::WholeTable;
+        let mut copies = Vec::new();
+        for (path, f) in state {
+            let mut rows = RoaringTreemap::new();
+            for (pos, &(id, v)) in (0u64..).zip(&f.rows) {
+                if !f.dv.contains(pos) && (lo..=hi).contains(&v) {
+                    rows.insert(pos);
+                    copies.push((id, v + 100));
+                }
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            let change = if rewrite {
+                FileChange::RewriteRows(rows.clone())
+            } else {
+                FileChange::DeleteRows(rows.clone())
+            };
+            p.ctx.changes.insert(path.clone(), change);
+            p.changes.insert(path.clone(), (rows, f.dv.clone()));
+        }
+        if rewrite && !copies.is_empty() {
+            p.new_files.push((format!("update-{txn}.parquet"), copies));
+        }
+        p
+    }
+
+    struct Table {
+        states: Vec<State>,
+        log: Vec<Vec<Action>>,
+    }
+
+    /// Commit `p` after whatever won meanwhile: `Ok(true)` committed,
+    /// `Ok(false)` conflict; `Err` is a checker failure the test reports.
+    fn commit(table: &mut Table, p: &mut Plan) -> std::result::Result<bool, String> {
+        let current = table.states.len() as u64 - 1;
+        for v in p.ctx.read_version + 1..=current {
+            let w = WinningCommit::from_actions(v, &table.log[v as usize]);
+            match check(&p.ctx, &w) {
+                Decision::Proceed => {}
+                Decision::Conflict(_) => return Ok(false),
+                Decision::Rebase { files } => {
+                    for f in files {
+                        let old = &table.states[v as usize - 1][&f.path].dv;
+                        let new = &table.states[v as usize][&f.path].dv;
+                        let Some((ours, base)) = p.changes.get_mut(&f.path) else {
+                            return Err(format!("rebase of {} that we do not change", f.path));
+                        };
+                        if f.check_rows(v, old, new, ours).is_err() {
+                            return Ok(false);
+                        }
+                        *base = new.clone();
+                    }
+                }
+            }
+        }
+        let mut state = table.states[current as usize].clone();
+        let mut actions = vec![action(json!({"commitInfo": {
+            "operation": p.operation, "isBlindAppend": p.ctx.blind_append}}))];
+        for (path, (rows, base)) in &p.changes {
+            let Some(f) = state.get_mut(path) else {
+                return Err(format!(
+                    "{path} is gone but the checker let the commit through"
+                ));
+            };
+            if &f.dv != base {
+                return Err(format!("{path}: DV changed but the checker did not rebase"));
+            }
+            f.dv = base | rows;
+            actions.push(remove(path));
+            actions.push(add(path));
+        }
+        for (path, rows) in &p.new_files {
+            state.insert(
+                path.clone(),
+                File {
+                    rows: rows.clone(),
+                    dv: RoaringTreemap::new(),
+                },
+            );
+            actions.push(add(path));
+        }
+        table.states.push(state);
+        table.log.push(actions);
+        Ok(true)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            prop::collection::vec(0i64..12, 1..4).prop_map(Op::Append),
+            (0i64..12, 0i64..4).prop_map(|(lo, n)| Op::Delete { lo, hi: lo + n }),
+            (0i64..12, 0i64..3).prop_map(|(lo, n)| Op::Update { lo, hi: lo + n }),
+        ]
+    }
+
+    fn scenario() -> impl Strategy<Value = (Vec<Op>, Vec<usize>, bool)> {
+        prop::collection::vec(op(), 2..=4).prop_flat_map(|ops| {
+            let events: Vec<usize> = (0..ops.len()).flat_map(|i| [i, i]).collect();
+            (Just(ops), Just(events).prop_shuffle(), any::<bool>())
+        })
+    }
+
+    fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+        if items.len() <= 1 {
+            return vec![items.to_vec()];
+        }
+        let mut out = Vec::new();
+        for i in 0..items.len() {
+            let mut rest = items.to_vec();
+            let first = rest.remove(i);
+            for mut p in permutations(&rest) {
+                p.insert(0, first);
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn concurrent_commits_match_a_serial_order((ops, events, serializable) in scenario()) {
+            let iso = if serializable { IsolationLevel::Serializable } else { IsolationLevel::WriteSerializable };
+            let initial: State = [("f0", 0u64..6), ("f1", 6..12)]
+                .into_iter()
+                .map(|(p, ids)| (p.to_string(), File {
+                    rows: ids.map(|id| (id, (id % 10) as i64)).collect(),
+                    dv: RoaringTreemap::new(),
+                }))
+                .collect();
+            let mut table = Table {
+                states: vec![initial.clone()],
+                log: vec![initial.keys().map(|p| add(p)).collect()],
+            };
+            let mut plans: Vec<Option<Plan>> = (0..ops.len()).map(|_| None).collect();
+            let mut committed = Vec::new();
+            for txn in events {
+                match plans[txn].take() {
+                    None => {
+                        let v = table.states.len() as u64 - 1;
+                        plans[txn] = Some(plan(txn, &ops[txn], v, &table.states[v as usize], iso));
+                    }
+                    Some(mut p) => {
+                        if commit(&mut table, &mut p).map_err(TestCaseError::fail)? {
+                            committed.push((txn, p));
+                        }
+                    }
+                }
+            }
+            let Some(last) = table.states.last() else { return Err(TestCaseError::fail("no state")) };
+            let result = live(last);
+            // A row a committed DELETE deleted never comes back.
+            for (_, p) in committed.iter().filter(|(t, _)| matches!(ops[*t], Op::Delete { .. })) {
+                for (path, (rows, _)) in &p.changes {
+                    for pos in rows {
+                        let row = last.get(path).and_then(|f| f.rows.get(pos as usize));
+                        prop_assert!(row.is_some_and(|r| !result.contains(r)), "deleted row {row:?} is back");
+                    }
+                }
+            }
+            // Some serial order of the committed transactions gives the same rows;
+            // under Serializable, the commit order itself.
+            let order: Vec<usize> = committed.iter().map(|(t, _)| *t).collect();
+            let serial = |order: &[usize]| {
+                let mut rows = live(&initial);
+                for &t in order {
+                    apply_serially(&mut rows, t, &ops[t]);
+                }
+                rows
+            };
+            if serializable {
+                prop_assert_eq!(serial(&order), result.clone(), "commit order {:?}", order);
+            }
+            prop_assert!(
+                permutations(&order).iter().any(|o| serial(o) == result),
+                "no serial order of {:?} gives {:?}", order, result
+            );
+        }
+    }
+}
