@@ -3,15 +3,17 @@
 //! whether to proceed, rebase row-level changes, or give up. Pure: no I/O.
 //!
 //! The rules follow Delta's isolation levels (the checks of Delta Spark's
-//! `ConflictChecker` and delta-rs's `conflict_checker`), in this order:
+//! `ConflictChecker` and delta-rs's `conflict_checker`); the numbers match the
+//! `ruleN_*` tests below:
 //!
-//! 1. a protocol change by the winner conflicts ([`Rule::ProtocolChanged`]);
-//! 2. a metadata change by the winner conflicts ([`Rule::MetadataChanged`]);
-//! 3. a data file the winner added that this transaction would have read
+//! 1. blind appends never conflict with each other (a blind append reads
+//!    nothing, so rules 2, 4 and 5 cannot apply to it);
+//! 2. a data file the winner added that this transaction would have read
 //!    conflicts ([`Rule::ConcurrentAppend`]) — under `Serializable` always,
-//!    under `WriteSerializable` unless the winner was a blind append (and this
-//!    transaction changes no metadata). A blind append reads nothing, so two
-//!    blind appends never conflict;
+//!    under `WriteSerializable` unless the winner was a blind append and this
+//!    transaction changes no metadata;
+//! 3. a protocol or metadata change by the winner conflicts
+//!    ([`Rule::ProtocolChanged`], [`Rule::MetadataChanged`]);
 //! 4. a file this transaction read or changes that the winner removed without
 //!    re-adding it (same path, new DV) conflicts
 //!    ([`Rule::ConcurrentDeleteRead`], [`Rule::ConcurrentDeleteDelete`]);
@@ -20,10 +22,13 @@
 //!    changes too is rebased ([`Decision::Rebase`]); once the caller has loaded
 //!    the winner's old and new DVs, [`check_rows_disjoint`] refuses the rebase
 //!    when the row sets clash. A file this transaction only read and whose DV
-//!    the winner replaced is no conflict: rows only went away (a rewrite of
-//!    them would be a new file, caught by rule 3);
+//!    the winner replaced is no conflict: rows only went away (rewritten
+//!    copies of them would be in a new file, caught by rule 2);
 //! 6. a winner's `txn` action for an application id this transaction depends
 //!    on conflicts ([`Rule::ConcurrentTransaction`]).
+//!
+//! They are checked in Delta Spark's order: protocol, metadata, added files,
+//! removed files, application ids; the first conflict wins.
 //!
 //! Paths are compared after percent-decoding ([`normalize_path`]), as log
 //! replay does.
@@ -372,7 +377,7 @@ fn check_inner(
         None => true,
     };
 
-    // Rule 3: files the winner added that this transaction would have read.
+    // Rule 2: files the winner added that this transaction would have read.
     let blind_appends_count = txn.isolation == IsolationLevel::Serializable || txn.metadata_changed;
     if !txn.blind_append && (!winner.is_blind_append || blind_appends_count) {
         for (path, add) in &winner.adds {
