@@ -6,9 +6,13 @@
 //! `_delta_log/<version>.json` is created with put-if-absent. A failure before
 //! the commit leaves the table as it was, with at most an orphan DV file for
 //! VACUUM; a failure after it leaves the committed version, complete.
+//!
+//! [`conflict`] decides, without I/O, whether a transaction that lost the race
+//! for a version may proceed, must rebase row-level changes, or conflicts.
 
 pub mod checkpoint;
 pub mod commit;
+pub mod conflict;
 pub mod cow;
 pub mod delete;
 
