@@ -17,6 +17,9 @@ use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
 use super::commit::{conflict, read_commit, try_commit};
+use super::conflict::{
+    self, Decision, FileChange, IsolationLevel, ReadSet, TxnContext, WinningCommit,
+};
 use super::fail_point;
 use crate::dv;
 use crate::error::{Error, Result};
@@ -379,6 +382,7 @@ async fn commit_targets(
     started: Instant,
 ) -> Result<DeleteMetrics> {
     let store = snapshot.store();
+    let isolation = IsolationLevel::from_configuration(&snapshot.metadata().configuration)?;
     let mut read_version = snapshot.version();
     let mut metrics = DeleteMetrics::default();
     let mut attempt = 0u32;
@@ -405,7 +409,12 @@ async fn commit_targets(
         let version = read_version + 1;
         let mut m = m.clone();
         m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut actions = vec![Action::CommitInfo(commit_info(read_version, &m, options))];
+        let mut actions = vec![Action::CommitInfo(commit_info(
+            read_version,
+            &m,
+            options,
+            isolation,
+        ))];
         actions.extend(file_actions.iter().cloned());
         if try_commit(store, version, &actions).await? {
             fail_point("after_commit")?;
@@ -427,7 +436,7 @@ async fn commit_targets(
         }
         // Lost the race for `version`: see what the winner did.
         let winner = read_commit(store, version).await?;
-        let rebased = check_and_rebase(store, version, &winner, &mut targets).await?;
+        let rebased = check_and_rebase(store, version, &winner, &mut targets, isolation).await?;
         if rebased {
             metrics.rebases += 1;
             prepared = None;
@@ -442,60 +451,58 @@ async fn commit_targets(
     }
 }
 
-/// Check a winning commit against our targets; rebase targets whose DV the
-/// winner replaced. `Ok(true)` if any target changed.
+/// Check a winning commit against our targets with the conflict checker
+/// ([`super::conflict`]); rebase targets whose DV the winner replaced (their
+/// rows re-checked once the winner's DVs are loaded). `Ok(true)` if any
+/// target changed.
 async fn check_and_rebase(
     store: &TableStore,
     version: u64,
     winner: &[Action],
     targets: &mut BTreeMap<String, Target>,
+    isolation: IsolationLevel,
 ) -> Result<bool> {
-    let mut removed: HashMap<String, &Remove> = HashMap::new();
-    let mut added: HashMap<String, &Add> = HashMap::new();
-    for a in winner {
-        match a {
-            Action::Metadata(_) => {
-                return Err(conflict(
-                    version,
-                    "a concurrent commit changed the table metadata (schema or properties)",
-                ))
-            }
-            Action::Protocol(_) => {
-                return Err(conflict(
-                    version,
-                    "a concurrent commit changed the protocol",
-                ))
-            }
-            Action::Remove(r) => {
-                removed.insert(normalize_path(&r.path), r);
-            }
-            Action::Add(a) => {
-                added.insert(normalize_path(&a.path), a);
-            }
-            _ => {}
-        }
-    }
-    let mut changed = false;
-    for (key, t) in targets.iter_mut() {
-        if !removed.contains_key(key) {
-            continue;
-        }
-        let Some(new_add) = added.get(key) else {
-            return Err(conflict(
-                version,
-                format!("data file {key} was removed by a concurrent commit"),
-            ));
+    let txn = TxnContext {
+        isolation,
+        read_version: version.saturating_sub(1),
+        // The files this DELETE read are the ones it changes (files ruled out
+        // by partitions or stats hold no matching row).
+        reads: ReadSet::Files(targets.keys().cloned().collect()),
+        changes: targets
+            .iter()
+            .map(|(k, t)| (k.clone(), FileChange::DeleteRows(t.rows.clone())))
+            .collect(),
+        ..TxnContext::default()
+    };
+    let files = match conflict::check(&txn, &WinningCommit::from_actions(version, winner)) {
+        Decision::Proceed => return Ok(false),
+        Decision::Conflict(reason) => return Err(reason.into_error()),
+        Decision::Rebase { files } => files,
+    };
+    for f in files {
+        let Some(t) = targets.get_mut(&f.path) else {
+            return Err(Error::Internal(format!(
+                "conflict checker rebased {}, which this DELETE does not change",
+                f.path
+            )));
         };
-        // The winner replaced this file's DV: rebase onto it.
-        t.base_dv = match &new_add.deletion_vector {
+        // The winner's old DV is normally our base: reuse it.
+        let ours = t.add.deletion_vector.as_ref().map(|d| d.unique_id());
+        let old = match &f.winner_remove.deletion_vector {
+            Some(d) if Some(d.unique_id()) == ours => t.base_dv.clone(),
             Some(d) => dv::load_one(store, d).await?,
             None => RoaringTreemap::new(),
         };
-        t.add = (*new_add).clone();
+        let new = match &f.winner_add.deletion_vector {
+            Some(d) => dv::load_one(store, d).await?,
+            None => RoaringTreemap::new(),
+        };
+        f.check_rows(version, &old, &new, &t.rows)?;
+        t.base_dv = new;
+        t.add = f.winner_add;
         t.ready = None;
-        changed = true;
     }
-    Ok(changed)
+    Ok(true)
 }
 
 /// Each target's change, with the new DVs written: descriptors of `NewDv`
@@ -622,7 +629,12 @@ fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
     add
 }
 
-fn commit_info(read_version: u64, m: &DeleteMetrics, options: &DeleteOptions) -> Value {
+fn commit_info(
+    read_version: u64,
+    m: &DeleteMetrics,
+    options: &DeleteOptions,
+    isolation: IsolationLevel,
+) -> Value {
     let predicate = options
         .predicate
         .clone()
@@ -632,7 +644,7 @@ fn commit_info(read_version: u64, m: &DeleteMetrics, options: &DeleteOptions) ->
         "operation": "DELETE",
         "operationParameters": {"predicate": predicate},
         "readVersion": read_version,
-        "isolationLevel": "WriteSerializable",
+        "isolationLevel": isolation.as_str(),
         "isBlindAppend": false,
         "operationMetrics": m.to_json(),
         "engineInfo": options.engine_info,

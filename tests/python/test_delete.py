@@ -249,3 +249,22 @@ def test_dv_files_are_cut_at_the_target_size(table: Path) -> None:
     m = t.delete("id IN (3, 1003)")  # default target: both DVs share one file
     assert m["num_dv_files_written"] == 1
     assert _ids(t) == [i for i in range(2 * ROWS) if i not in (1, 2, 3, 1001, 1002, 1003)]
+
+
+def test_commit_records_the_tables_isolation_level(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from deltadv.write import write_table
+
+    root = tmp_path / "s"
+    config = {"delta.isolationLevel": "Serializable"}
+    write_table(str(root), pa.table({"id": list(range(10))}), configuration=config)
+    DeltaTable(str(root)).delete("id = 3")
+    info = next(a["commitInfo"] for a in _commit(root, 1) if "commitInfo" in a)
+    assert info["isolationLevel"] == "Serializable"
+    assert info["readVersion"] == 0
+    # an isolation level Delta does not define is refused, naming it
+    bad = tmp_path / "b"
+    write_table(str(bad), pa.table({"id": [1]}), configuration={"delta.isolationLevel": "Snap"})
+    with pytest.raises(deltadv.DeltaProtocolError, match="Snap"):
+        DeltaTable(str(bad)).delete("id = 1")
