@@ -9,8 +9,11 @@
 //! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
 //! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
+//! | [`log`]             | actions, segments, replay, schema, table features             | no  |
 //! | [`io`]              | the only module that reads storage                            | yes |
-//! | [`dv`]              | load a descriptor's bitmap (io + format)                      | yes |
+//! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
+//! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read        | yes |
+//! | [`write`]           | commits, the conflict checker, DELETE, checkpoints            | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|
@@ -26,13 +29,12 @@
 )]
 
 pub mod codec;
-pub mod dv;
 pub mod error;
 pub mod format;
 pub mod io;
 pub mod log;
 pub mod scan;
-pub mod snapshot;
+pub mod table;
 pub mod write;
 
 #[cfg(feature = "python")]

@@ -12,10 +12,10 @@ use roaring::RoaringTreemap;
 mod table;
 
 use crate::codec::z85;
-use crate::dv;
 use crate::error::Error;
 use crate::format::bitmap;
 use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
+use crate::table::dv;
 
 /// The Python exception class `name` from `deltadv.exceptions` (defined in
 /// Python so a class can also derive from a builtin such as FileNotFoundError).

@@ -15,7 +15,7 @@ use pyo3::types::{PyCapsule, PyDict};
 
 use super::{rows_from_object, to_py, DeletionVector};
 use crate::io::{block_on, TableStore};
-use crate::snapshot::Snapshot;
+use crate::table::snapshot::Snapshot;
 
 const STREAM_NAME: &CStr = c"arrow_array_stream";
 const SCHEMA_NAME: &CStr = c"arrow_schema";
@@ -568,7 +568,7 @@ pub fn remove_uncommitted_files(
     py.detach(|| -> crate::Result<()> {
         let store = TableStore::open(table_uri, &storage_options)?;
         let live: std::collections::HashSet<String> =
-            match block_on(crate::snapshot::Snapshot::load(store.clone(), None))? {
+            match block_on(crate::table::snapshot::Snapshot::load(store.clone(), None))? {
                 Ok(snapshot) => snapshot.files()?.into_iter().map(|f| f.path).collect(),
                 Err(crate::Error::NotATable(_)) => Default::default(),
                 Err(e) => return Err(e),

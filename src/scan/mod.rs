@@ -25,12 +25,12 @@ use roaring::RoaringTreemap;
 
 use self::predicate::{FileStats, Predicate};
 
-use crate::dv;
 use crate::error::{Error, Result};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{self, ColumnMappingMode, StructType};
-use crate::snapshot::Snapshot;
+use crate::table::dv;
+use crate::table::snapshot::Snapshot;
 
 /// Name of the optional metadata column with each row's physical index (int64,
 /// like Spark's `_metadata.row_index`).

@@ -13,7 +13,7 @@ use crate::io::TableStore;
 use crate::log::schema::{ColumnMappingMode, StructType};
 use crate::scan::predicate::{Binding, Predicate};
 use crate::scan::{read_file, ScanFile, ScanSpec};
-use crate::snapshot::Snapshot;
+use crate::table::snapshot::Snapshot;
 
 /// One unit of scan work, as JSON-able data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

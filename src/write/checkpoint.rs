@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::log::actions::Action;
 use crate::log::path::LogPath;
-use crate::snapshot::Snapshot;
+use crate::table::snapshot::Snapshot;
 
 /// `delta.checkpointInterval` when unset.
 pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;

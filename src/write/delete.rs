@@ -21,7 +21,6 @@ use super::conflict::{
     self, Decision, FileChange, IsolationLevel, ReadSet, TxnContext, WinningCommit,
 };
 use super::fail_point;
-use crate::dv;
 use crate::error::{Error, Result};
 use crate::format::bitmap;
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
@@ -29,7 +28,8 @@ use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
 use crate::log::features;
 use crate::log::replay::normalize_path;
-use crate::snapshot::Snapshot;
+use crate::table::dv;
+use crate::table::snapshot::Snapshot;
 
 /// How deletes are written.
 #[derive(Debug, Clone)]
@@ -328,7 +328,7 @@ pub async fn delete_rows(
 }
 
 /// The live files of `snapshot` by (URL-decoded) path.
-fn live_files(snapshot: &Snapshot) -> Result<HashMap<String, crate::snapshot::LiveFile>> {
+fn live_files(snapshot: &Snapshot) -> Result<HashMap<String, crate::table::snapshot::LiveFile>> {
     Ok(snapshot
         .files()?
         .into_iter()
@@ -340,7 +340,7 @@ fn live_files(snapshot: &Snapshot) -> Result<HashMap<String, crate::snapshot::Li
 /// live files listed.
 async fn delete_rows_of(
     snapshot: &Snapshot,
-    live: &HashMap<String, crate::snapshot::LiveFile>,
+    live: &HashMap<String, crate::table::snapshot::LiveFile>,
     rows: HashMap<String, RoaringTreemap>,
     options: &DeleteOptions,
     dvs: bool,

@@ -4,7 +4,8 @@ use std::fs;
 
 use deltadv::codec::z85;
 use deltadv::format::{bitmap, file};
-use deltadv::{dv, DeletionVectorDescriptor, DvFileWriter, Error, RoaringTreemap};
+use deltadv::table::dv;
+use deltadv::{DeletionVectorDescriptor, DvFileWriter, Error, RoaringTreemap};
 
 fn sample() -> RoaringTreemap {
     [3u64, 4, 7, 11, 18, 29, 1 << 32].into_iter().collect()

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 
-use deltadv::{dv, DeletionVectorDescriptor, StorageType};
+use deltadv::table::dv;
+use deltadv::{DeletionVectorDescriptor, StorageType};
 use serde_json::Value;
 
 use crate::common::golden_dir;

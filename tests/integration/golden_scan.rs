@@ -7,7 +7,7 @@ use std::path::Path;
 
 use deltadv::io::{block_on, TableStore};
 use deltadv::scan::{self, ScanSpec};
-use deltadv::snapshot::Snapshot;
+use deltadv::table::snapshot::Snapshot;
 use serde_json::Value;
 
 use crate::common::golden_dir;

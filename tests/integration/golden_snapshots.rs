@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use deltadv::io::{block_on, TableStore};
-use deltadv::snapshot::Snapshot;
+use deltadv::table::snapshot::Snapshot;
 use serde_json::Value;
 
 use crate::common::golden_dir;

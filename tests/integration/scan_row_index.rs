@@ -50,7 +50,8 @@ fn scan_file(
 ) -> ScanFile {
     let deletion_vector = dv.map(|m| {
         let (bytes, mut d) =
-            deltadv::dv::encode_file(uuid::Uuid::new_v4(), "", std::slice::from_ref(m)).unwrap();
+            deltadv::table::dv::encode_file(uuid::Uuid::new_v4(), "", std::slice::from_ref(m))
+                .unwrap();
         let d = d.remove(0);
         block_on(store.put(&store.path(&d.relative_path().unwrap()), bytes))
             .unwrap()

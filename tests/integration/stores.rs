@@ -8,7 +8,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 use deltadv::io::{block_on, TableStore};
-use deltadv::snapshot::Snapshot;
+use deltadv::table::snapshot::Snapshot;
 use serde_json::Value;
 
 use crate::common::golden_dir;

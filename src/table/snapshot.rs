@@ -16,7 +16,6 @@ use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 use serde_json::Value;
 
-use crate::dv;
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
@@ -26,6 +25,7 @@ use crate::log::path::{LogPath, LOG_DIR};
 use crate::log::replay::{normalize_path, Replayer};
 use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogSegment};
+use crate::table::dv;
 
 /// Rows per decoded checkpoint batch.
 const CHECKPOINT_BATCH_ROWS: usize = 65_536;

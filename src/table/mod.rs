@@ -1,0 +1,10 @@
+//! The table layer: composes `io` (list, fetch) with `log` (segments, replay)
+//! and `format` (DV bytes).
+//!
+//! | module | what |
+//! |---|---|
+//! | [`snapshot`] | a table at one version: protocol, metadata, live files, history, time travel |
+//! | [`dv`] | deletion vectors of live files: ranged and coalesced loads, writing DV files |
+
+pub mod dv;
+pub mod snapshot;
