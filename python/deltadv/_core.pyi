@@ -16,6 +16,7 @@ __all__ = [
     "RowIterator",
     "__version__",
     "_set_fault_points",
+    "create_table",
     "prepare_delete",
     "put_object",
     "read_scan_task",
@@ -197,6 +198,7 @@ class RawDeltaTable:
     ) -> dict[str, Any]: ...
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
+    def enable_deletion_vectors(self) -> int: ...
 
 def _set_fault_points(points: str) -> None: ...
 def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> ArrowStream: ...
@@ -207,6 +209,15 @@ def put_object(
     data: bytes,
     if_absent: bool = False,
 ) -> bool: ...
+def create_table(
+    table_uri: str,
+    storage_options: dict[str, str],
+    schema_ipc: bytes,
+    adds: list[str],
+    partition_by: list[str],
+    configuration: dict[str, str],
+    enable_deletion_vectors: bool = True,
+) -> int: ...
 def remove_uncommitted_files(
     table_uri: str, storage_options: dict[str, str], paths: list[str]
 ) -> None: ...

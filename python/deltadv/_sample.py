@@ -1,6 +1,7 @@
-"""Build sample Delta tables with deletion vectors by hand (pyarrow parquet + a JSON
-commit), for the demo and for tests that need shapes no golden table has (e.g. many
-data files sharing one DV file). Not a writer: DELETE through deltadv comes later."""
+"""Build sample Delta tables with deletion vectors at version 0 (pyarrow parquet
+files, DVs packed into one DV file, committed through ``deltadv.write.create_table``),
+for the demo and for tests that need shapes no golden table has (e.g. many data
+files sharing one DV file)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltadv._core import DeletionVector, write_deletion_vectors
+from deltadv.write import create_table
 
-SCHEMA = {
-    "type": "struct",
-    "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "value", "type": "string", "nullable": True, "metadata": {}},
-    ],
-}
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("value", pa.string())])
 
 
 def make_table(
@@ -36,7 +32,6 @@ def make_table(
     stats, with the DVs of `deleted` (file index -> row indexes) packed into ONE DV
     file. Returns {"rows": logical rows, "dv_files": 1 or 0}."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "_delta_log").mkdir(exist_ok=True)
     order = sorted(deleted)
     descriptors = (
         write_deletion_vectors(str(root), [DeletionVector(deleted[i]) for i in order])
@@ -45,26 +40,7 @@ def make_table(
     )
     by_file = dict(zip(order, descriptors, strict=True))
     now = int(time.time() * 1000)
-    actions: list[dict[str, Any]] = [
-        {
-            "protocol": {
-                "minReaderVersion": 3,
-                "minWriterVersion": 7,
-                "readerFeatures": ["deletionVectors"],
-                "writerFeatures": ["deletionVectors"],
-            }
-        },
-        {
-            "metaData": {
-                "id": str(uuid.uuid4()),
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": json.dumps(SCHEMA),
-                "partitionColumns": [],
-                "configuration": {"delta.enableDeletionVectors": "true"},
-                "createdTime": now,
-            }
-        },
-    ]
+    adds: list[dict[str, Any]] = []
     logical = 0
     for f in range(files):
         ids = pa.array(range(f * rows_per_file, (f + 1) * rows_per_file), pa.int64())
@@ -90,9 +66,7 @@ def make_table(
         }
         if d is not None:
             add["deletionVector"] = d.to_json()
-        actions.append({"add": add})
+        adds.append(add)
         logical += rows_per_file - (d.cardinality if d is not None else 0)
-    with open(root / "_delta_log" / f"{0:020}.json", "w") as out:
-        for a in actions:
-            out.write(json.dumps(a) + "\n")
+    create_table(str(root), SCHEMA, adds)
     return {"rows": logical, "dv_files": 1 if order else 0}

@@ -1,7 +1,8 @@
 """Creating Delta tables with deletion vectors enabled, and enabling DVs on an
 existing table. Data files are written with pyarrow (with per-file stats:
 numRecords, min/max, nullCount) and stored through deltadv's object-store layer;
-commits are created with put-if-absent, so a concurrent creator loses cleanly."""
+every log commit (schema, protocol, metadata, put-if-absent) is made by the Rust
+core: no Python code writes under ``_delta_log``."""
 
 from __future__ import annotations
 
@@ -19,78 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltadv._core import ENGINE_INFO, put_object, remove_uncommitted_files
-from deltadv.exceptions import CommitConflictError, TableAlreadyExistsError, TableNotFoundError
+from deltadv._core import create_table as _core_create_table
+from deltadv._core import put_object, remove_uncommitted_files
+from deltadv.exceptions import TableAlreadyExistsError, TableNotFoundError
 from deltadv.table import DeltaTable
 
 #: Delta Spark truncates string stats to this many characters.
 STRING_PREFIX = 32
-
-#: Writer features each legacy writer version adds (PROTOCOL.md); a version
-#: implies its own and every lower version's.
-_LEGACY_WRITER_ADDS = {
-    2: ["appendOnly", "invariants"],
-    3: ["checkConstraints"],
-    4: ["changeDataFeed", "generatedColumns"],
-    5: ["columnMapping"],
-    6: ["identityColumns"],
-}
-
-
-def _legacy_writer_features(version: int) -> set[str]:
-    """The table features a legacy (< 7) writer version implies."""
-    return {f for v, adds in _LEGACY_WRITER_ADDS.items() if v <= version for f in adds}
-
-
-def delta_type(t: pa.DataType) -> Any:
-    """The Delta schema type (JSON) of an Arrow type."""
-    simple = [
-        (pa.types.is_int8, "byte"),
-        (pa.types.is_int16, "short"),
-        (pa.types.is_int32, "integer"),
-        (pa.types.is_int64, "long"),
-        (pa.types.is_float32, "float"),
-        (pa.types.is_float64, "double"),
-        (pa.types.is_boolean, "boolean"),
-        (pa.types.is_date32, "date"),
-    ]
-    for check, name in simple:
-        if check(t):
-            return name
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "binary"
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz is not None else "timestamp_ntz"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_struct(t):
-        return delta_schema(pa.schema(list(t)))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return {
-            "type": "array",
-            "elementType": delta_type(t.value_type),
-            "containsNull": t.value_field.nullable,
-        }
-    if pa.types.is_map(t):
-        return {
-            "type": "map",
-            "keyType": delta_type(t.key_type),
-            "valueType": delta_type(t.item_type),
-            "valueContainsNull": t.item_field.nullable,
-        }
-    raise ValueError(f"Arrow type {t} has no Delta equivalent")
-
-
-def delta_schema(schema: pa.Schema) -> dict[str, Any]:
-    return {
-        "type": "struct",
-        "fields": [
-            {"name": f.name, "type": delta_type(f.type), "nullable": f.nullable, "metadata": {}}
-            for f in schema
-        ],
-    }
 
 
 def _stat_value(t: pa.DataType, v: Any, upper: bool) -> Any:
@@ -205,19 +141,6 @@ def _hive(v: Any) -> str:
     return quote(_partition_value(v) or "", safe=" -_.")
 
 
-def commit(
-    table_uri: str,
-    version: int,
-    actions: list[dict[str, Any]],
-    storage_options: dict[str, str] | None = None,
-) -> None:
-    """Create commit ``version`` with put-if-absent; CommitConflictError if taken."""
-    body = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    path = f"_delta_log/{version:020}.json"
-    if not put_object(table_uri, dict(storage_options or {}), path, body.encode(), True):
-        raise CommitConflictError(f"commit conflict at version {version}: {path} already exists")
-
-
 def write_table(
     table_uri: str,
     data: pa.Table | pa.RecordBatchReader | Any,
@@ -288,58 +211,42 @@ def _create(
     configuration: dict[str, str] | None,
     enable_deletion_vectors: bool,
 ) -> DeltaTable:
-    config = dict(configuration or {})
-    reader_features: list[str] = []
-    writer_features: list[str] = []
-    if enable_deletion_vectors:
-        config.setdefault("delta.enableDeletionVectors", "true")
-        reader_features.append("deletionVectors")
-        # the writer-2 features every table has (NOT NULL columns need invariants)
-        writer_features += ["appendOnly", "invariants", "deletionVectors"]
-    if any(delta_type(f.type) == "timestamp_ntz" for f in schema):
-        reader_features.append("timestampNtz")
-        writer_features += [f for f in ["appendOnly", "invariants"] if f not in writer_features]
-        writer_features.append("timestampNtz")
-    protocol: dict[str, Any] = (
-        {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": reader_features,
-            "writerFeatures": writer_features,
-        }
-        if reader_features
-        else {"minReaderVersion": 1, "minWriterVersion": 2}
+    create_table(
+        table_uri,
+        schema,
+        adds,
+        partition_by=partition_by,
+        storage_options=storage_options,
+        configuration=configuration,
+        enable_deletion_vectors=enable_deletion_vectors,
     )
-    now = int(time.time() * 1000)
-    actions: list[dict[str, Any]] = [
-        {
-            "commitInfo": {
-                "timestamp": now,
-                "operation": "CREATE TABLE AS SELECT",
-                "operationParameters": {"partitionBy": json.dumps(partition_by)},
-                "isBlindAppend": True,
-                "engineInfo": ENGINE_INFO,
-                "operationMetrics": {
-                    "numFiles": str(len(adds)),
-                    "numOutputRows": str(sum(json.loads(a["stats"])["numRecords"] for a in adds)),
-                },
-            }
-        },
-        {"protocol": protocol},
-        {
-            "metaData": {
-                "id": str(uuid.uuid4()),
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": json.dumps(delta_schema(schema)),
-                "partitionColumns": partition_by,
-                "configuration": config,
-                "createdTime": now,
-            }
-        },
-    ]
-    actions += [{"add": a} for a in adds]
-    commit(table_uri, 0, actions, storage_options)
     return DeltaTable(table_uri, storage_options=storage_options)
+
+
+def create_table(
+    table_uri: str,
+    schema: pa.Schema,
+    adds: list[dict[str, Any]],
+    *,
+    partition_by: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+    configuration: dict[str, str] | None = None,
+    enable_deletion_vectors: bool = True,
+) -> int:
+    """Commit version 0 of a new table whose data files are already written under
+    ``table_uri``: ``adds`` are their add actions (as in the log, deletion vectors
+    allowed). The Delta schema, protocol and metadata are decided by deltadv's
+    Rust core; the commit is created with put-if-absent (CommitConflictError if a
+    table appeared meanwhile). Returns the version (0)."""
+    return _core_create_table(
+        table_uri,
+        dict(storage_options or {}),
+        schema.serialize().to_pybytes(),
+        [json.dumps(a) for a in adds],
+        list(partition_by or []),
+        dict(configuration or {}),
+        enable_deletion_vectors,
+    )
 
 
 def enable_deletion_vectors(table: DeltaTable) -> int:
@@ -348,56 +255,4 @@ def enable_deletion_vectors(table: DeltaTable) -> int:
     ``delta.enableDeletionVectors=true``, as one commit. Returns the new version;
     a no-op (returns the current version) if DVs are already enabled."""
     table.update_incremental()
-    protocol = table.protocol()
-    metadata = table.metadata()
-    config = dict(metadata.get("configuration") or {})
-    readers = set(protocol.get("readerFeatures") or [])
-    writers = set(protocol.get("writerFeatures") or [])
-    enabled = (
-        "deletionVectors" in readers
-        and "deletionVectors" in writers
-        and config.get("delta.enableDeletionVectors") == "true"
-    )
-    if enabled:
-        return table.version()
-    old_w = protocol.get("minWriterVersion", 2)
-    old_r = protocol.get("minReaderVersion", 1)
-    if old_w < 7:
-        writers |= _legacy_writer_features(old_w)
-    if old_r < 3 and old_r >= 2:
-        readers.add("columnMapping")
-    readers.add("deletionVectors")
-    writers.add("deletionVectors")
-    config["delta.enableDeletionVectors"] = "true"
-    new_meta = dict(metadata)
-    new_meta["configuration"] = config
-    version = table.version() + 1
-    commit(
-        table.table_uri,
-        version,
-        [
-            {
-                "commitInfo": {
-                    "timestamp": int(time.time() * 1000),
-                    "operation": "SET TBLPROPERTIES",
-                    "operationParameters": {
-                        "properties": json.dumps({"delta.enableDeletionVectors": "true"})
-                    },
-                    "readVersion": table.version(),
-                    "engineInfo": ENGINE_INFO,
-                }
-            },
-            {
-                "protocol": {
-                    "minReaderVersion": 3,
-                    "minWriterVersion": 7,
-                    "readerFeatures": sorted(readers),
-                    "writerFeatures": sorted(writers),
-                }
-            },
-            {"metaData": new_meta},
-        ],
-        table._raw.storage_options,
-    )
-    table.update_incremental()
-    return version
+    return table._raw.enable_deletion_vectors()

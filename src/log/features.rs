@@ -359,6 +359,77 @@ pub fn plan_delete(p: &Protocol, metadata: &Metadata, allow_copy_on_write: bool)
     )))
 }
 
+/// Writer features each legacy writer version (2..=6) implies (PROTOCOL.md);
+/// a version implies its own and every lower version's.
+const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
+    (2, &["appendOnly", "invariants"]),
+    (3, &["checkConstraints"]),
+    (4, &["changeDataFeed", "generatedColumns"]),
+    (5, &["columnMapping"]),
+    (6, &["identityColumns"]),
+];
+
+/// The protocol of a new table: reader 1 / writer 2 unless a feature needs
+/// table features, then reader 3 / writer 7 with deletionVectors (when
+/// `deletion_vectors`), timestampNtz (when a column needs it), and the writer-2
+/// features every table has (NOT NULL columns need `invariants`).
+pub fn new_table_protocol(schema: &StructType, deletion_vectors: bool) -> Protocol {
+    let mut reader = Vec::new();
+    if deletion_vectors {
+        reader.push("deletionVectors".to_string());
+    }
+    if schema.has_timestamp_ntz() {
+        reader.push("timestampNtz".to_string());
+    }
+    if reader.is_empty() {
+        return Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        };
+    }
+    let mut writer = vec!["appendOnly".to_string(), "invariants".to_string()];
+    writer.extend(reader.iter().cloned());
+    Protocol {
+        min_reader_version: READER_FEATURES_VERSION,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features: Some(reader),
+        writer_features: Some(writer),
+    }
+}
+
+/// `protocol` upgraded to carry deletion vectors: reader 3 / writer 7 with the
+/// deletionVectors feature, keeping every feature the old versions implied.
+/// `None` when the protocol already has the feature.
+pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
+    if is_supported(protocol, "deletionVectors") {
+        return None;
+    }
+    let mut readers: std::collections::BTreeSet<String> =
+        reader_features(protocol).map(str::to_string).collect();
+    let mut writers: std::collections::BTreeSet<String> =
+        writer_features(protocol).map(str::to_string).collect();
+    if protocol.min_writer_version < WRITER_FEATURES_VERSION {
+        for (version, features) in LEGACY_WRITER_FEATURES {
+            if *version <= protocol.min_writer_version {
+                writers.extend(features.iter().map(|f| f.to_string()));
+            }
+        }
+    }
+    if protocol.min_reader_version == 2 {
+        readers.insert("columnMapping".to_string());
+    }
+    readers.insert("deletionVectors".to_string());
+    writers.insert("deletionVectors".to_string());
+    Some(Protocol {
+        min_reader_version: READER_FEATURES_VERSION,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features: Some(readers.into_iter().collect()),
+        writer_features: Some(writers.into_iter().collect()),
+    })
+}
+
 /// Whether Delta's type widening allows changing a column from `from` to
 /// `to` (PROTOCOL.md, "Type Widening"; Delta Spark 4.4 reads all of these).
 pub fn type_change_supported(from: &DataType, to: &DataType) -> bool {
@@ -520,6 +591,61 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn new_table_protocols() {
+        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
+        assert_eq!(new_table_protocol(&plain, false), protocol(1, 2, &[], &[]));
+        let p = new_table_protocol(&plain, true);
+        assert_eq!(
+            p,
+            protocol(
+                3,
+                7,
+                &["deletionVectors"],
+                &["appendOnly", "invariants", "deletionVectors"]
+            )
+        );
+        assert!(is_supported(&p, "deletionVectors"));
+        // a nested timestamp_ntz needs the feature too
+        let nested = StructType::new(vec![StructField::new(
+            "s",
+            DataType::Array {
+                element: Box::new(DataType::TimestampNtz),
+                contains_null: true,
+            },
+            true,
+        )]);
+        let p = new_table_protocol(&nested, false);
+        assert!(is_supported(&p, "timestampNtz") && !is_supported(&p, "deletionVectors"));
+    }
+
+    #[test]
+    fn enabling_deletion_vectors_keeps_what_old_versions_implied() {
+        let p = with_deletion_vectors(&protocol(2, 5, &[], &[])).unwrap();
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        for f in [
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+            "deletionVectors",
+        ] {
+            assert!(p.writer_features.iter().flatten().any(|w| w == f), "{f}");
+        }
+        assert!(!p
+            .writer_features
+            .iter()
+            .flatten()
+            .any(|w| w == "identityColumns"));
+        assert!(is_supported(&p, "columnMapping") && is_supported(&p, "deletionVectors"));
+        let q =
+            with_deletion_vectors(&protocol(3, 7, &["timestampNtz"], &["timestampNtz"])).unwrap();
+        assert!(is_supported(&q, "timestampNtz") && is_supported(&q, "deletionVectors"));
+        assert_eq!(with_deletion_vectors(&q), None);
+    }
 
     fn protocol(r: i32, w: i32, readers: &[&str], writers: &[&str]) -> Protocol {
         let list = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());

@@ -565,6 +565,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
     m.add_function(wrap_pyfunction!(table::put_object, m)?)?;
     m.add_function(wrap_pyfunction!(table::remove_uncommitted_files, m)?)?;
+    m.add_function(wrap_pyfunction!(table::create_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::read_scan_task, m)?)?;
     m.add_function(wrap_pyfunction!(table::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -392,6 +392,18 @@ impl RawDeltaTable {
         self.after_write(py, &metrics)
     }
 
+    /// Turn deletion vectors on (protocol feature + `delta.enableDeletionVectors`),
+    /// one commit; reloads at the new version and returns it.
+    fn enable_deletion_vectors(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let snapshot = self.snapshot.clone();
+        let version = py
+            .detach(|| block_on(crate::write::create::enable_deletion_vectors(&snapshot)))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.load_version(py, Some(version))?;
+        Ok(version)
+    }
+
     /// Whether `predicate` (deltadv's subset) names only partition columns;
     /// ValueError if it does not parse or bind.
     fn predicate_is_partition_only(&self, predicate: &str) -> PyResult<bool> {
@@ -551,6 +563,49 @@ pub fn prepare_delete(
                 })
             })
             .collect()
+    })
+    .map_err(to_py)
+}
+
+/// Commit version 0 of a new table: `schema_ipc` is the Arrow schema
+/// (pyarrow `Schema.serialize()`), `adds` the add actions (JSON) of data files
+/// already written under the root. The protocol and metadata are decided in
+/// Rust (`log::features`); put-if-absent makes a concurrent create a conflict.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, schema_ipc, adds, partition_by, configuration, enable_deletion_vectors=true))]
+#[allow(clippy::too_many_arguments)]
+pub fn create_table(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    schema_ipc: &[u8],
+    adds: Vec<String>,
+    partition_by: Vec<String>,
+    configuration: HashMap<String, String>,
+    enable_deletion_vectors: bool,
+) -> PyResult<u64> {
+    py.detach(|| -> crate::Result<u64> {
+        let arrow = arrow_ipc::convert::try_schema_from_ipc_buffer(schema_ipc)
+            .map_err(|e| crate::Error::InvalidArgument(format!("invalid Arrow schema: {e}")))?;
+        let schema = crate::log::schema::StructType::from_arrow(&arrow)?;
+        let adds = adds
+            .iter()
+            .map(|a| {
+                serde_json::from_str(a).map_err(|source| crate::Error::Json {
+                    context: "add action".into(),
+                    source,
+                })
+            })
+            .collect::<crate::Result<Vec<crate::log::actions::Add>>>()?;
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let options = crate::write::create::CreateOptions {
+            partition_by,
+            configuration,
+            enable_deletion_vectors,
+        };
+        block_on(crate::write::create::create_table(
+            &store, &schema, adds, &options,
+        ))?
     })
     .map_err(to_py)
 }

@@ -110,7 +110,7 @@ pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
-    let now = super::delete::now_ms();
+    let now = super::now_ms();
     let mut m = DeleteMetrics::default();
     let mut actions = Vec::new();
     for r in rewrites {

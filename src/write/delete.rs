@@ -20,7 +20,7 @@ use super::commit::{conflict, read_commit, try_commit};
 use super::conflict::{
     self, Decision, FileChange, IsolationLevel, ReadSet, TxnContext, WinningCommit,
 };
-use super::fail_point;
+use super::{fail_point, now_ms};
 use crate::error::{Error, Result};
 use crate::format::bitmap;
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
@@ -211,13 +211,6 @@ fn plan_change(t: &Target) -> Change {
             deleted,
         }
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 /// `add.stats` with `tightBounds` false (min/max/nullCount stay valid bounds).

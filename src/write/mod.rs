@@ -14,9 +14,15 @@ pub mod checkpoint;
 pub mod commit;
 pub mod conflict;
 pub mod cow;
+pub mod create;
 pub mod delete;
 
 use crate::error::{Error, Result};
+
+/// Milliseconds since the epoch (commit and action timestamps).
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
 
 /// `commitInfo.engineInfo` of every commit deltadv writes.
 pub const ENGINE_INFO: &str = concat!("deltadv/", env!("CARGO_PKG_VERSION"));

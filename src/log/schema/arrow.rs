@@ -188,3 +188,192 @@ pub fn to_arrow_type(
 ) -> Result<ArrowDataType> {
     convert_type(dt, mode, physical, None)
 }
+
+/// The Delta type of an Arrow type, for tables created from Arrow data:
+/// integers, floats, booleans, strings, binaries, dates, microsecond-or-coarser
+/// timestamps (with a zone: `timestamp`; without: `timestamp_ntz`), decimals
+/// up to 38 digits, and structs, lists and maps of those. Anything else
+/// (unsigned integers, nanosecond timestamps, unions, ...) is refused, naming
+/// the column. `depth` bounds the recursion as [`MAX_TYPE_DEPTH`] does for JSON.
+pub fn from_arrow_type(dt: &ArrowDataType, column: &str, depth: usize) -> Result<DataType> {
+    if depth > MAX_TYPE_DEPTH {
+        return Err(schema_err(format!(
+            "column '{column}': types nested deeper than {MAX_TYPE_DEPTH} levels"
+        )));
+    }
+    let unsupported = || {
+        Error::InvalidArgument(format!(
+            "column '{column}' has Arrow type {dt}, which has no Delta type"
+        ))
+    };
+    Ok(match dt {
+        ArrowDataType::Int8 => DataType::Byte,
+        ArrowDataType::Int16 => DataType::Short,
+        ArrowDataType::Int32 => DataType::Integer,
+        ArrowDataType::Int64 => DataType::Long,
+        ArrowDataType::Float32 => DataType::Float,
+        ArrowDataType::Float64 => DataType::Double,
+        ArrowDataType::Boolean => DataType::Boolean,
+        ArrowDataType::Utf8 | ArrowDataType::LargeUtf8 | ArrowDataType::Utf8View => {
+            DataType::String
+        }
+        ArrowDataType::Binary | ArrowDataType::LargeBinary | ArrowDataType::BinaryView => {
+            DataType::Binary
+        }
+        ArrowDataType::Date32 => DataType::Date,
+        ArrowDataType::Timestamp(unit, zone) => {
+            if *unit == TimeUnit::Nanosecond {
+                return Err(unsupported());
+            }
+            if zone.is_some() {
+                DataType::Timestamp
+            } else {
+                DataType::TimestampNtz
+            }
+        }
+        ArrowDataType::Decimal128(precision, scale) => {
+            validate_decimal(*precision, *scale, column)?;
+            DataType::Decimal {
+                precision: *precision,
+                scale: *scale,
+            }
+        }
+        ArrowDataType::Struct(fields) => {
+            DataType::Struct(struct_from_arrow(fields, column, depth + 1)?)
+        }
+        ArrowDataType::List(item) | ArrowDataType::LargeList(item) => DataType::Array {
+            element: Box::new(from_arrow_type(
+                item.data_type(),
+                &child_path(column, "element"),
+                depth + 1,
+            )?),
+            contains_null: item.is_nullable(),
+        },
+        ArrowDataType::Map(entries, _) => {
+            let ArrowDataType::Struct(kv) = entries.data_type() else {
+                return Err(unsupported());
+            };
+            let (Some(k), Some(v)) = (kv.first(), kv.get(1)) else {
+                return Err(unsupported());
+            };
+            DataType::Map {
+                key: Box::new(from_arrow_type(
+                    k.data_type(),
+                    &child_path(column, "key"),
+                    depth + 1,
+                )?),
+                value: Box::new(from_arrow_type(
+                    v.data_type(),
+                    &child_path(column, "value"),
+                    depth + 1,
+                )?),
+                value_contains_null: v.is_nullable(),
+            }
+        }
+        _ => return Err(unsupported()),
+    })
+}
+
+fn struct_from_arrow(fields: &Fields, parent: &str, depth: usize) -> Result<StructType> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        let path = child_path(parent, f.name());
+        if !seen.insert(f.name().to_lowercase()) {
+            return Err(Error::InvalidArgument(format!(
+                "column '{path}' appears twice (Delta column names are case-insensitive)"
+            )));
+        }
+        let dt = from_arrow_type(f.data_type(), &path, depth)?;
+        out.push(StructField::new(f.name().as_str(), dt, f.is_nullable()));
+    }
+    Ok(StructType::new(out))
+}
+
+impl StructType {
+    /// The Delta schema of an Arrow schema (see [`from_arrow_type`]).
+    pub fn from_arrow(schema: &Schema) -> Result<StructType> {
+        struct_from_arrow(schema.fields(), "", 0)
+    }
+
+    /// Whether any column, at any depth, is a `timestamp_ntz` (the table then
+    /// needs the `timestampNtz` feature).
+    pub fn has_timestamp_ntz(&self) -> bool {
+        fn has(dt: &DataType) -> bool {
+            match dt {
+                DataType::TimestampNtz => true,
+                DataType::Struct(s) => s.has_timestamp_ntz(),
+                DataType::Array { element, .. } => has(element),
+                DataType::Map { key, value, .. } => has(key) || has(value),
+                _ => false,
+            }
+        }
+        self.fields.iter().any(|f| has(&f.data_type))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrow_schemas_become_delta_schemas() {
+        let kv = Field::new(
+            "entries",
+            ArrowDataType::Struct(Fields::from(vec![
+                Field::new("key", ArrowDataType::Utf8, false),
+                Field::new("value", ArrowDataType::Int32, true),
+            ])),
+            false,
+        );
+        let schema = Schema::new(vec![
+            Field::new("id", ArrowDataType::Int64, false),
+            Field::new(
+                "ts",
+                ArrowDataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
+            Field::new(
+                "ntz",
+                ArrowDataType::Timestamp(TimeUnit::Microsecond, None),
+                true,
+            ),
+            Field::new("d", ArrowDataType::Decimal128(38, 18), true),
+            Field::new_list("l", Field::new("item", ArrowDataType::Utf8View, true), true),
+            Field::new(
+                "m",
+                ArrowDataType::Map(std::sync::Arc::new(kv), false),
+                true,
+            ),
+        ]);
+        let st = StructType::from_arrow(&schema).unwrap();
+        let text = st.to_schema_string();
+        assert_eq!(StructType::parse(&text).unwrap(), st);
+        assert!(st.has_timestamp_ntz());
+        assert!(!st.field("id").unwrap().nullable);
+        assert_eq!(st.field("ts").unwrap().data_type, DataType::Timestamp);
+        // and back: the logical Arrow schema has the same names
+        let back = st.to_arrow(ColumnMappingMode::None, false).unwrap();
+        let names: Vec<_> = back.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["id", "ts", "ntz", "d", "l", "m"]);
+    }
+
+    #[test]
+    fn arrow_types_without_a_delta_type_are_refused() {
+        for dt in [
+            ArrowDataType::UInt32,
+            ArrowDataType::Timestamp(TimeUnit::Nanosecond, None),
+            ArrowDataType::Float16,
+        ] {
+            let schema = Schema::new(vec![Field::new("c", dt, true)]);
+            let err = StructType::from_arrow(&schema).unwrap_err().to_string();
+            assert!(err.contains("column 'c'"), "{err}");
+        }
+        let twice = Schema::new(vec![
+            Field::new("A", ArrowDataType::Int32, true),
+            Field::new("a", ArrowDataType::Int32, true),
+        ]);
+        assert!(StructType::from_arrow(&twice).is_err());
+    }
+}
