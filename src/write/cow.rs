@@ -10,8 +10,8 @@ use parquet::arrow::AsyncArrowWriter;
 use roaring::RoaringTreemap;
 use serde_json::json;
 
-use super::delete::DeleteMetrics;
 use super::fail_point;
+use super::metrics::DeleteMetrics;
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};

@@ -16,6 +16,7 @@ pub mod conflict;
 pub mod cow;
 pub mod create;
 pub mod delete;
+pub mod metrics;
 
 use crate::error::{Error, Result};
 
