@@ -275,15 +275,15 @@ pub fn from_arrow_type(dt: &ArrowDataType, column: &str, depth: usize) -> Result
 }
 
 fn struct_from_arrow(fields: &Fields, parent: &str, depth: usize) -> Result<StructType> {
-    let mut seen = HashSet::new();
+    if let Some(name) = first_duplicate(fields.iter().map(|f| f.name().as_str())) {
+        return Err(Error::InvalidArgument(format!(
+            "column '{}' appears twice (Delta column names are case-insensitive)",
+            child_path(parent, name)
+        )));
+    }
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
         let path = child_path(parent, f.name());
-        if !seen.insert(f.name().to_lowercase()) {
-            return Err(Error::InvalidArgument(format!(
-                "column '{path}' appears twice (Delta column names are case-insensitive)"
-            )));
-        }
         let dt = from_arrow_type(f.data_type(), &path, depth)?;
         out.push(StructField::new(f.name().as_str(), dt, f.is_nullable()));
     }

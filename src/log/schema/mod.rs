@@ -461,16 +461,20 @@ fn parse_struct(obj: &Map<String, Value>, path: &str, depth: usize) -> Result<St
         .iter()
         .map(|f| parse_field(f, path, depth))
         .collect::<Result<Vec<_>>>()?;
-    let mut seen = HashSet::with_capacity(fields.len());
-    for f in &fields {
-        if !seen.insert(f.name.to_lowercase()) {
-            return Err(schema_err(format!(
-                "duplicate column '{}' (column names must be unique regardless of case)",
-                child_path(path, &f.name)
-            )));
-        }
+    if let Some(name) = first_duplicate(fields.iter().map(|f| f.name.as_str())) {
+        return Err(schema_err(format!(
+            "duplicate column '{}' (column names must be unique regardless of case)",
+            child_path(path, name)
+        )));
     }
     Ok(StructType { fields })
+}
+
+/// The first name that repeats an earlier one, ignoring case (Delta column
+/// names are unique regardless of case).
+fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = HashSet::new();
+    names.into_iter().find(|n| !seen.insert(n.to_lowercase()))
 }
 
 // ---------------------------------------------------------------------------
