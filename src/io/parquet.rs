@@ -1,17 +1,21 @@
-//! Parquet reads through a [`TableStore`], so every GET is counted and goes
-//! through the same store configuration as the log.
+//! Parquet reads and writes through a [`TableStore`], so every request is
+//! counted and goes through the same store configuration as the log.
 
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use object_store::buffered::BufWriter;
 use object_store::path::Path;
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::arrow::AsyncArrowWriter;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::properties::WriterProperties;
 
 use crate::io::TableStore;
 
@@ -61,4 +65,25 @@ impl AsyncFileReader for StoreFileReader {
         }
         .boxed()
     }
+}
+
+/// A parquet file being written to a [`TableStore`]: row groups are encoded in
+/// memory and streamed to the store (a multipart upload once large); the
+/// object appears when the writer is closed.
+pub type StoreFileWriter = AsyncArrowWriter<BufWriter>;
+
+/// Start writing a new parquet file at `relative` (to the table root).
+pub fn create_file_writer(
+    store: &TableStore,
+    relative: &str,
+    schema: SchemaRef,
+    props: WriterProperties,
+) -> crate::error::Result<StoreFileWriter> {
+    let writer = store.buf_writer(&store.path(relative));
+    AsyncArrowWriter::try_new(writer, schema, Some(props)).map_err(|e| {
+        crate::error::Error::Parquet {
+            file: relative.to_string(),
+            detail: e.to_string(),
+        }
+    })
 }

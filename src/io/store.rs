@@ -537,6 +537,13 @@ impl TableStore {
             .map_err(|e| store_error(path.as_ref(), e))
     }
 
+    /// A buffered writer of a new object at `path`: one PUT for a small object,
+    /// a multipart upload for a large one, on `shutdown`.
+    pub fn buf_writer(&self, path: &Path) -> object_store::buffered::BufWriter {
+        RequestCounts::bump(&self.counts.puts);
+        object_store::buffered::BufWriter::new(self.store.clone(), path.clone())
+    }
+
     /// The underlying store (for parquet readers).
     pub fn inner(&self) -> Arc<dyn ObjectStore> {
         self.store.clone()

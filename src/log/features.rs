@@ -34,6 +34,8 @@ pub enum WriteOperation {
     DeleteWithDeletionVectors,
     /// DELETE rewriting each touched data file without its deleted rows.
     DeleteCopyOnWrite,
+    /// Appending new data files (a blind append).
+    Append,
 }
 
 impl WriteOperation {
@@ -41,6 +43,7 @@ impl WriteOperation {
         match self {
             WriteOperation::DeleteWithDeletionVectors => "DELETE",
             WriteOperation::DeleteCopyOnWrite => "copy-on-write DELETE",
+            WriteOperation::Append => "append",
         }
     }
 }
@@ -226,6 +229,14 @@ fn verdict(f: &Feature, op: WriteOperation) -> Verdict {
     match op {
         WriteOperation::DeleteWithDeletionVectors => f.delete_dvs,
         WriteOperation::DeleteCopyOnWrite => f.delete_cow,
+        // New files, like copy-on-write; but deltadv's writer leaves partition
+        // values out of data files. (Row rules — invariants, constraints,
+        // generated, identity and default values — are checked on their use,
+        // in write::append.)
+        WriteOperation::Append if f.name == "materializePartitionColumns" => {
+            No("deltadv does not write partition values into data files")
+        }
+        WriteOperation::Append => f.delete_cow,
     }
 }
 
@@ -306,6 +317,11 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
         )));
     }
     for (key, why) in PROPERTY_RULES {
+        // Appends are what append-only tables allow, and inserts need no CDC files.
+        let append_allowed = matches!(*key, "delta.appendOnly" | "delta.enableChangeDataFeed");
+        if op == WriteOperation::Append && append_allowed {
+            continue;
+        }
         if property_is_true(metadata, key) {
             return Err(Error::Unsupported(format!(
                 "{} is not allowed: {why} ({key}=true)",

@@ -10,12 +10,15 @@
 //! [`conflict`] decides, without I/O, whether a transaction that lost the race
 //! for a version may proceed, must rebase row-level changes, or conflicts.
 
+pub mod append;
 pub mod checkpoint;
 pub mod commit;
 pub mod conflict;
 pub mod cow;
 pub mod create;
+pub mod data;
 pub mod delete;
+pub mod files;
 pub mod metrics;
 
 use crate::error::{Error, Result};

@@ -604,7 +604,9 @@ fn json_int(v: &Value) -> Option<i64> {
 mod arrow;
 mod partition;
 
-pub use self::arrow::{to_arrow_type, variant_arrow_type, VARIANT_METADATA, VARIANT_VALUE};
+pub use self::arrow::{
+    from_arrow_type, to_arrow_type, variant_arrow_type, VARIANT_METADATA, VARIANT_VALUE,
+};
 pub(crate) use self::partition::{
     epoch_days, parse_date, parse_decimal_value, parse_timestamp_micros,
 };
