@@ -16,13 +16,13 @@ __all__ = [
     "RowIterator",
     "__version__",
     "_set_fault_points",
-    "create_table",
+    "commit_files",
     "prepare_delete",
-    "put_object",
     "read_scan_task",
-    "remove_uncommitted_files",
     "scan_task_schema",
     "write_deletion_vectors",
+    "write_files",
+    "write_table",
     "z85_decode",
     "z85_encode",
 ]
@@ -202,25 +202,48 @@ class RawDeltaTable:
 
 def _set_fault_points(points: str) -> None: ...
 def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> ArrowStream: ...
-def put_object(
+def write_table(
     table_uri: str,
     storage_options: dict[str, str],
-    path: str,
-    data: bytes,
-    if_absent: bool = False,
-) -> bool: ...
-def create_table(
-    table_uri: str,
-    storage_options: dict[str, str],
-    schema_ipc: bytes,
-    adds: list[str],
-    partition_by: list[str],
-    configuration: dict[str, str],
+    data: object,
+    mode: str = "error",
+    partition_by: list[str] = ...,
+    configuration: dict[str, str] = ...,
     enable_deletion_vectors: bool = True,
-) -> int: ...
-def remove_uncommitted_files(
-    table_uri: str, storage_options: dict[str, str], paths: list[str]
-) -> None: ...
+    target_file_size: int = ...,  # 128 MiB
+    rows_per_file: int | None = None,
+    row_group_rows: int | None = None,
+) -> int:
+    """Write ``data`` (``__arrow_c_stream__``) as data files and commit them
+    (mode "error": create; "append"). Returns the version."""
+
+def write_files(
+    table_uri: str,
+    storage_options: dict[str, str],
+    data: object,
+    mode: str = "error",
+    schema_ipc: bytes | None = None,
+    partition_by: list[str] = ...,
+    configuration: dict[str, str] = ...,
+    enable_deletion_vectors: bool = True,
+    target_file_size: int = ...,  # 128 MiB
+    rows_per_file: int | None = None,
+    row_group_rows: int | None = None,
+) -> list[str]:
+    """Write data files without committing; their add actions as JSON."""
+
+def commit_files(
+    table_uri: str,
+    storage_options: dict[str, str],
+    adds: list[str],
+    mode: str = "error",
+    schema_ipc: bytes | None = None,
+    partition_by: list[str] = ...,
+    configuration: dict[str, str] = ...,
+    enable_deletion_vectors: bool = True,
+) -> int:
+    """Commit written data files (create or append); removes them on failure."""
+
 def prepare_delete(
     table_uri: str,
     storage_options: dict[str, str],

@@ -1,21 +1,18 @@
-"""Build sample Delta tables with deletion vectors at version 0 (pyarrow parquet
-files, DVs packed into one DV file, committed through ``deltadv.write.create_table``),
-for the demo and for tests that need shapes no golden table has (e.g. many data
-files sharing one DV file)."""
+"""Build sample Delta tables with deletion vectors at version 0 (data files
+written by deltadv's writer, DVs packed into one DV file, committed through
+``deltadv.write.commit_files``), for the demo and for tests that need shapes no
+golden table has (e.g. many data files sharing one DV file)."""
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from deltadv._core import DeletionVector, write_deletion_vectors
-from deltadv.write import create_table
+from deltadv.write import commit_files, write_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("value", pa.string())])
 
@@ -28,7 +25,7 @@ def make_table(
     row_group_size: int | None = None,
 ) -> dict[str, Any]:
     """Write `files` parquet files of `rows_per_file` rows (ids consecutive; row
-    groups of `row_group_size` rows) and one commit adding them with min/max/nullCount
+    groups of `row_group_size` rows) and one commit adding them with deltadv's
     stats, with the DVs of `deleted` (file index -> row indexes) packed into ONE DV
     file. Returns {"rows": logical rows, "dv_files": 1 or 0}."""
     root.mkdir(parents=True, exist_ok=True)
@@ -39,34 +36,32 @@ def make_table(
         else []
     )
     by_file = dict(zip(order, descriptors, strict=True))
-    now = int(time.time() * 1000)
-    adds: list[dict[str, Any]] = []
+
+    def batches() -> Any:
+        for f in range(files):
+            ids = pa.array(range(f * rows_per_file, (f + 1) * rows_per_file), pa.int64())
+            values = pa.array([f"v{i}" for i in ids.to_pylist()])
+            yield pa.record_batch([ids, values], schema=SCHEMA)
+
+    # One file per `rows_per_file` rows, in order: file f holds ids f*n .. (f+1)*n-1.
+    adds = write_files(
+        str(root),
+        batches(),
+        schema=SCHEMA,
+        rows_per_file=rows_per_file,
+        row_group_rows=row_group_size,
+    )
+    if len(adds) != files:
+        raise RuntimeError(f"expected {files} data files, the writer made {len(adds)}")
     logical = 0
-    for f in range(files):
-        ids = pa.array(range(f * rows_per_file, (f + 1) * rows_per_file), pa.int64())
-        table = pa.table({"id": ids, "value": pa.array([f"v{i}" for i in ids.to_pylist()])})
-        name = f"part-{f:05d}-{uuid.uuid4()}.parquet"
-        pq.write_table(table, root / name, row_group_size=row_group_size)
+    for f, add in enumerate(adds):
         d = by_file.get(f)
-        values = table["value"].to_pylist()
-        stats = {
-            "numRecords": rows_per_file,
-            "minValues": {"id": f * rows_per_file, "value": min(values)},
-            "maxValues": {"id": (f + 1) * rows_per_file - 1, "value": max(values)},
-            "nullCount": {"id": 0, "value": 0},
-            "tightBounds": d is None,
-        }
-        add: dict[str, Any] = {
-            "path": name,
-            "partitionValues": {},
-            "size": (root / name).stat().st_size,
-            "modificationTime": now,
-            "dataChange": True,
-            "stats": json.dumps(stats),
-        }
         if d is not None:
             add["deletionVector"] = d.to_json()
-        adds.append(add)
+            # bounds over the physical rows: wide once rows are deleted
+            stats = json.loads(add["stats"])
+            stats["tightBounds"] = False
+            add["stats"] = json.dumps(stats)
         logical += rows_per_file - (d.cardinality if d is not None else 0)
-    create_table(str(root), SCHEMA, adds)
+    commit_files(str(root), adds, schema=SCHEMA)
     return {"rows": logical, "dv_files": 1 if order else 0}

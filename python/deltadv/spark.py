@@ -14,16 +14,22 @@ per process.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
 from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _to_arrow_schema
-from deltadv.exceptions import UnsupportedPredicateError
+from deltadv.exceptions import (
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedPredicateError,
+)
 from deltadv.table import DV_FILE_TARGET_SIZE, ScanTask
 from deltadv.table import DeltaTable as _LocalTable
+from deltadv.write import TARGET_FILE_SIZE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -295,33 +301,72 @@ def write_table(
     df: DataFrame,
     table_uri: str,
     *,
+    mode: Literal["error", "append"] = "error",
     partition_by: list[str] | None = None,
     storage_options: dict[str, str] | None = None,
     configuration: dict[str, str] | None = None,
     enable_deletion_vectors: bool = True,
+    target_file_size: int = TARGET_FILE_SIZE,
 ) -> _LocalTable:
-    """Create a new Delta table from a Spark DataFrame, deletion vectors enabled by
-    default: each executor task writes its rows as parquet data files (with
-    per-file stats) straight to the table's storage and returns their add actions;
-    the driver commits version 0 with put-if-absent."""
-    from deltadv.write import _create, _removed_on_failure, check_no_table, write_data_files
+    """Write a Spark DataFrame to a Delta table: create it (``mode="error"``,
+    deletion vectors enabled by default) or append to it (``mode="append"``).
+
+    Each executor task streams its Arrow batches into deltadv's Rust writer
+    (:func:`deltadv.write.write_files`), which writes parquet data files with
+    Delta stats straight to the table's storage and returns their add actions;
+    the driver commits them all at once (:func:`deltadv.write.commit_files`),
+    which removes them if the commit fails."""
+    from deltadv.write import commit_files, write_files
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})
+    conf = dict(configuration or {})
     schema = _to_arrow_schema(df.schema)
-    check_no_table(table_uri, storage_options)
+    _check_target(table_uri, mode, storage_options)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        received = [b for b in batches if b.num_rows]
-        if not received:
+        first = next(batches, None)
+        if first is None:
             return
-        data = pa.Table.from_batches(received)
-        adds = write_data_files(table_uri, data, parts, options)
-        yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])
+        data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+        adds = write_files(
+            table_uri,
+            data,
+            mode=mode,
+            schema=schema,
+            partition_by=parts,
+            storage_options=options,
+            configuration=conf,
+            enable_deletion_vectors=enable_deletion_vectors,
+            target_file_size=target_file_size,
+        )
+        if adds:
+            yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])
 
     rows = df.mapInArrow(write, "add string").collect()
-    adds = [json.loads(r["add"]) for r in rows]
-    with _removed_on_failure(table_uri, storage_options, adds):
-        return _create(
-            table_uri, schema, adds, parts, storage_options, configuration, enable_deletion_vectors
+    commit_files(
+        table_uri,
+        [json.loads(r["add"]) for r in rows],
+        mode=mode,
+        schema=schema,
+        partition_by=parts,
+        storage_options=storage_options,
+        configuration=conf,
+        enable_deletion_vectors=enable_deletion_vectors,
+    )
+    return _LocalTable(table_uri, storage_options=storage_options)
+
+
+def _check_target(table_uri: str, mode: str, storage_options: dict[str, str] | None) -> None:
+    """On the driver, before any task runs: TableAlreadyExistsError for mode
+    "error" on an existing table, TableNotFoundError for mode "append" on none."""
+    try:
+        existing = _LocalTable(table_uri, storage_options=storage_options)
+    except TableNotFoundError:
+        if mode == "append":
+            raise
+        return
+    if mode == "error":
+        raise TableAlreadyExistsError(
+            f"a Delta table already exists at {existing.table_uri} (version {existing.version()})"
         )

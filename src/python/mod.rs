@@ -10,6 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 
 mod table;
+mod write;
 
 use crate::codec::z85;
 use crate::error::Error;
@@ -563,9 +564,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
-    m.add_function(wrap_pyfunction!(table::put_object, m)?)?;
-    m.add_function(wrap_pyfunction!(table::remove_uncommitted_files, m)?)?;
-    m.add_function(wrap_pyfunction!(table::create_table, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write_files, m)?)?;
+    m.add_function(wrap_pyfunction!(write::commit_files, m)?)?;
     m.add_function(wrap_pyfunction!(table::read_scan_task, m)?)?;
     m.add_function(wrap_pyfunction!(table::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

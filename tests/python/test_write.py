@@ -14,9 +14,8 @@ import pyarrow as pa
 import pytest
 
 import deltadv
-from deltadv import CommitConflictError
 from deltadv import spark as dspark
-from deltadv.write import enable_deletion_vectors, write_table
+from deltadv.write import commit_files, enable_deletion_vectors, write_files, write_table
 
 N = 3000
 
@@ -98,19 +97,19 @@ def test_create_refuses_an_existing_table(tmp_path: Path) -> None:
     assert deltadv.DeltaTable(str(root)).count() == N
 
 
-def test_create_that_loses_the_race_removes_its_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_create_that_loses_the_race_removes_its_files(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    write_table(str(root), _data())
-    before = _parquet_files(root)
-    # Another writer creates the table between our check and our commit: the
-    # check passes, the put-if-absent of version 0 loses.
-    monkeypatch.setattr(deltadv.write, "check_no_table", lambda *_: None)
-    with pytest.raises(CommitConflictError):
-        write_table(str(root), _data())
-    assert _parquet_files(root) == before
-    assert deltadv.DeltaTable(str(root)).count() == N
+    # Files written for a new table (no table yet: the check passes) ...
+    adds = write_files(str(root), _data(), partition_by=["region"], rows_per_file=1000)
+    assert len(adds) >= 4 and len(_parquet_files(root)) == len(adds)
+    # ... then another writer creates the table before our commit.
+    write_table(str(root), _data().slice(0, 10))
+    winner = _parquet_files(root) - {root / a["path"].replace("%20", " ") for a in adds}
+    with pytest.raises(deltadv.TableAlreadyExistsError):
+        commit_files(str(root), adds, schema=_data().schema, partition_by=["region"])
+    # our files are gone, the winner's are all there
+    assert _parquet_files(root) == winner
+    assert deltadv.DeltaTable(str(root)).count() == 10
 
 
 def test_enable_deletion_vectors_on_a_table_that_lacks_them(

@@ -1,0 +1,207 @@
+//! Bindings for writing tables: Arrow data in through the Arrow PyCapsule
+//! stream interface, data files and commits made by `crate::write::files`.
+
+use std::collections::HashMap;
+
+use arrow::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
+use super::to_py;
+use crate::io::{block_on, TableStore};
+use crate::log::actions::Add;
+use crate::log::replay::normalize_path;
+use crate::log::schema::StructType;
+use crate::write::data::WriterOptions;
+use crate::write::files::{self, SaveMode, WriteOptions};
+
+/// A reader over `data`'s Arrow C stream (`__arrow_c_stream__`), taken over
+/// from the capsule (the capsule is left with a released stream).
+#[allow(unsafe_code)]
+fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+    if !data.hasattr("__arrow_c_stream__")? {
+        return Err(PyValueError::new_err(format!(
+            "data must be Arrow data with __arrow_c_stream__ (a pyarrow Table or \
+             RecordBatchReader, a polars DataFrame, ...), not {}",
+            data.get_type().name()?
+        )));
+    }
+    let capsule = data
+        .call_method0("__arrow_c_stream__")?
+        .cast_into::<PyCapsule>()?;
+    let pointer = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+    let raw = pointer.as_ptr().cast::<FFI_ArrowArrayStream>();
+    // SAFETY: a capsule named "arrow_array_stream" holds a valid
+    // FFI_ArrowArrayStream (Arrow PyCapsule interface). Moving it out and
+    // leaving an empty (released) one in its place is the protocol's way to
+    // take ownership: the capsule's destructor then skips the release.
+    let stream = unsafe { std::ptr::replace(raw, FFI_ArrowArrayStream::empty()) };
+    RecordBatchStreamReader::try_new(stream)
+        .map_err(|e| PyValueError::new_err(format!("invalid Arrow stream: {e}")))
+}
+
+fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option<StructType>> {
+    schema_ipc
+        .map(|bytes| {
+            let arrow = arrow_ipc::convert::try_schema_from_ipc_buffer(bytes).map_err(|e| {
+                crate::Error::InvalidArgument(format!("invalid Arrow schema: {e}"))
+            })?;
+            StructType::from_arrow(&arrow)
+        })
+        .transpose()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    mode: &str,
+    partition_by: Vec<String>,
+    configuration: HashMap<String, String>,
+    enable_deletion_vectors: bool,
+    target_file_size: usize,
+    rows_per_file: Option<usize>,
+    row_group_rows: Option<usize>,
+) -> PyResult<WriteOptions> {
+    Ok(WriteOptions {
+        mode: SaveMode::parse(mode).map_err(to_py)?,
+        partition_by,
+        configuration,
+        enable_deletion_vectors,
+        writer: WriterOptions {
+            target_file_size,
+            max_rows_per_file: rows_per_file,
+            row_group_rows,
+        },
+    })
+}
+
+/// Write `data` as data files and commit them: create the table (mode
+/// "error") or append to it (mode "append"). Returns the version.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, data, mode="error", partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, rows_per_file=None, row_group_rows=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_table(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    data: &Bound<'_, PyAny>,
+    mode: &str,
+    partition_by: Vec<String>,
+    configuration: HashMap<String, String>,
+    enable_deletion_vectors: bool,
+    target_file_size: usize,
+    rows_per_file: Option<usize>,
+    row_group_rows: Option<usize>,
+) -> PyResult<u64> {
+    let options = options(
+        mode,
+        partition_by,
+        configuration,
+        enable_deletion_vectors,
+        target_file_size,
+        rows_per_file,
+        row_group_rows,
+    )?;
+    let reader = stream_reader(data)?;
+    py.detach(|| -> crate::Result<u64> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        block_on(files::write_table(&store, reader, &options))?
+    })
+    .map_err(to_py)
+}
+
+/// Write `data` as data files of the table at `table_uri` (existing, mode
+/// "append"; or about to be created with `schema_ipc`, mode "error")
+/// without committing; their add actions as JSON.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, data, mode="error", schema_ipc=None, partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, rows_per_file=None, row_group_rows=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_files(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    data: &Bound<'_, PyAny>,
+    mode: &str,
+    schema_ipc: Option<Vec<u8>>,
+    partition_by: Vec<String>,
+    configuration: HashMap<String, String>,
+    enable_deletion_vectors: bool,
+    target_file_size: usize,
+    rows_per_file: Option<usize>,
+    row_group_rows: Option<usize>,
+) -> PyResult<Vec<String>> {
+    let options = options(
+        mode,
+        partition_by,
+        configuration,
+        enable_deletion_vectors,
+        target_file_size,
+        rows_per_file,
+        row_group_rows,
+    )?;
+    let reader = stream_reader(data)?;
+    py.detach(|| -> crate::Result<Vec<String>> {
+        let schema = schema_from_ipc(schema_ipc.as_deref())?;
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let adds = block_on(files::write_files(&store, reader, schema.as_ref(), &options))??;
+        adds.iter()
+            .map(|a| {
+                serde_json::to_string(a).map_err(|source| crate::Error::Json {
+                    context: "add action".into(),
+                    source,
+                })
+            })
+            .collect()
+    })
+    .map_err(to_py)
+}
+
+/// Commit data files already written under the table root (`adds`, add
+/// actions as JSON): create the table (mode "error", `schema_ipc` required)
+/// or append. On failure the files are removed. Returns the version.
+#[pyfunction]
+#[pyo3(signature = (table_uri, storage_options, adds, mode="error", schema_ipc=None, partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true))]
+#[allow(clippy::too_many_arguments)]
+pub fn commit_files(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    adds: Vec<String>,
+    mode: &str,
+    schema_ipc: Option<Vec<u8>>,
+    partition_by: Vec<String>,
+    configuration: HashMap<String, String>,
+    enable_deletion_vectors: bool,
+) -> PyResult<u64> {
+    let options = options(
+        mode,
+        partition_by,
+        configuration,
+        enable_deletion_vectors,
+        crate::write::data::DEFAULT_TARGET_FILE_SIZE,
+        None,
+        None,
+    )?;
+    py.detach(|| -> crate::Result<u64> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let adds = adds
+            .iter()
+            .map(|a| {
+                serde_json::from_str::<Add>(a).map_err(|source| crate::Error::Json {
+                    context: "add action".into(),
+                    source,
+                })
+            })
+            .collect::<crate::Result<Vec<Add>>>()?;
+        let schema = match schema_from_ipc(schema_ipc.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+                let _ = block_on(files::remove_uncommitted(&store, &paths));
+                return Err(e);
+            }
+        };
+        block_on(files::commit_files(&store, adds, schema.as_ref(), &options))?
+    })
+    .map_err(to_py)
+}
