@@ -9,6 +9,7 @@ import decimal
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
@@ -104,7 +105,7 @@ def test_create_that_loses_the_race_removes_its_files(tmp_path: Path) -> None:
     assert len(adds) >= 4 and len(_parquet_files(root)) == len(adds)
     # ... then another writer creates the table before our commit.
     write_table(str(root), _data().slice(0, 10))
-    winner = _parquet_files(root) - {root / a["path"].replace("%20", " ") for a in adds}
+    winner = _parquet_files(root) - {root / unquote(a["path"]) for a in adds}
     with pytest.raises(deltadv.TableAlreadyExistsError):
         commit_files(str(root), adds, schema=_data().schema, partition_by=["region"])
     # our files are gone, the winner's are all there
