@@ -43,3 +43,137 @@ def test_the_check_sees_a_log_path_in_code() -> None:
     code = 'def f(v):\n    """About _delta_log."""\n    return f"_delta_log/{v:020}.json"\n'
     assert any("_delta_log" in s for s in _code_strings(ast.parse(code)))
     assert not any("_delta_log" in s for s in _code_strings(ast.parse('"""_delta_log"""\n')))
+
+
+# --- no generic object write in the bindings --------------------------------------------
+
+#: Name fragments of a generic "store these bytes there" function.
+_WRITE_WORDS = ("put", "upload", "write_object", "write_bytes", "store_bytes", "save")
+#: Parameter names that mean "a location" and "raw bytes".
+_PATH_PARAMS = {"path", "key", "location", "object_path", "name", "dest", "destination"}
+_BYTES_PARAMS = {"data", "bytes", "payload", "body", "content", "buf", "buffer", "value"}
+
+
+def _signature_params(obj: object) -> set[str]:
+    import inspect
+
+    try:
+        return set(inspect.signature(obj).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return set()
+
+
+def _object_writers(module: object) -> list[str]:
+    """Callables of ``module`` (functions, and methods of its classes) that look
+    like a generic object write: a write-ish name, or a location parameter next
+    to a raw-bytes parameter."""
+    import inspect
+
+    found = []
+    candidates: list[tuple[str, object]] = []
+    for name, obj in vars(module).items():
+        if inspect.isclass(obj):
+            candidates += [
+                (f"{name}.{m}", getattr(obj, m)) for m in vars(obj) if callable(getattr(obj, m))
+            ]
+        elif callable(obj):
+            candidates.append((name, obj))
+    for name, obj in candidates:
+        short = name.rsplit(".", 1)[-1].lower()
+        params = _signature_params(obj)
+        if any(w in short for w in _WRITE_WORDS) or (
+            params & _PATH_PARAMS and params & _BYTES_PARAMS
+        ):
+            found.append(name)
+    return found
+
+
+def test_core_has_no_generic_object_write() -> None:
+    from deltadv import _core
+
+    # the signatures of the native functions are visible to the check
+    assert {"table_uri", "data"} <= _signature_params(_core.write_files)
+    assert _object_writers(_core) == []
+
+
+def test_the_object_write_check_would_catch_put_object() -> None:
+    """Not vacuous: the old binding's shape, and some variants, are flagged."""
+    import types
+
+    fake = types.ModuleType("fake_core")
+
+    def put_object(
+        table_uri: str,
+        storage_options: dict[str, str],
+        path: str,
+        data: bytes,
+        if_absent: bool = False,
+    ) -> bool:
+        return True
+
+    def store(table_uri: str, key: str, payload: bytes) -> None:
+        return None
+
+    def write_table(
+        table_uri: str, storage_options: dict[str, str], data: object, mode: str = "error"
+    ) -> int:
+        return 0
+
+    fake.put_object = put_object  # type: ignore[attr-defined]
+    fake.store = store  # type: ignore[attr-defined]
+    fake.write_table = write_table  # type: ignore[attr-defined]
+    assert sorted(_object_writers(fake)) == ["put_object", "store"]
+
+
+# --- no Python module writes data or log files ------------------------------------------
+
+#: Calls that write parquet (or any dataset) files.
+_FILE_WRITERS = {
+    "write_table",
+    "write_to_dataset",
+    "write_dataset",
+    "ParquetWriter",
+    "write_parquet",
+}
+
+
+def _parquet_writes(tree: ast.AST) -> list[str]:
+    """Imports of pyarrow's parquet/dataset writers and calls of file writers on
+    modules (``pq.write_table(...)``, ``pyarrow.parquet.ParquetWriter(...)``)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name in ("pyarrow.parquet", "pyarrow.dataset")]
+        elif isinstance(node, ast.ImportFrom) and node.module in (
+            "pyarrow.parquet",
+            "pyarrow.dataset",
+        ):
+            out.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.module == "pyarrow":
+            out += [a.name for a in node.names if a.name in ("parquet", "dataset")]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func.value
+            on_module = isinstance(target, ast.Name) and target.id in ("pq", "ds", "pa", "pyarrow")
+            if node.func.attr in _FILE_WRITERS and on_module:
+                out.append(f"{target.id}.{node.func.attr}")  # type: ignore[union-attr]
+    return out
+
+
+def test_no_python_module_writes_parquet_files() -> None:
+    offenders = {
+        m.name: found
+        for m in sorted(PACKAGE.glob("*.py"))
+        if (found := _parquet_writes(ast.parse(m.read_text())))
+    }
+    assert not offenders, f"Python code writes parquet files itself: {offenders}"
+
+
+def test_the_parquet_check_sees_a_writer() -> None:
+    code = "import pyarrow.parquet as pq\npq.write_table(t, 'x.parquet')\n"
+    assert _parquet_writes(ast.parse(code)) == ["pyarrow.parquet", "pq.write_table"]
+    assert _parquet_writes(ast.parse("from pyarrow import parquet\n")) == ["parquet"]
+    # deltadv's own write_table (through the Rust core) is not a file writer
+    assert (
+        _parquet_writes(ast.parse("from deltadv.write import write_table\nwrite_table(u, d)\n"))
+        == []
+    )
