@@ -18,7 +18,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::io::TableStore;
-use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
+use crate::log::actions::{
+    self, Action, Add, DomainMetadata, Metadata, Protocol, RecordCount, Remove, Txn,
+};
 use crate::log::checkpoint::{split_batch, AddColumns};
 use crate::log::features;
 use crate::log::path::{LogPath, LOG_DIR};
@@ -105,6 +107,8 @@ pub struct Snapshot {
     checkpoint_adds: Vec<(AddColumns, Vec<usize>)>,
     tombstones: Vec<Remove>,
     txns: HashMap<String, Txn>,
+    /// Live domain metadata by domain name.
+    domains: HashMap<String, DomainMetadata>,
     /// Timestamp (ms) of this version's commit.
     timestamp: Option<i64>,
 }
@@ -385,6 +389,7 @@ impl Snapshot {
             checkpoint_adds,
             tombstones: result.tombstones,
             txns: result.txns,
+            domains: result.domains,
             timestamp,
         })
     }
@@ -466,6 +471,10 @@ impl Snapshot {
 
     pub fn tombstones(&self) -> &[Remove] {
         &self.tombstones
+    }
+    /// Live (not removed) domain metadata, by domain name.
+    pub fn domains(&self) -> &HashMap<String, DomainMetadata> {
+        &self.domains
     }
     pub fn txns(&self) -> &HashMap<String, Txn> {
         &self.txns

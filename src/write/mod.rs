@@ -17,6 +17,7 @@ pub mod cow;
 pub mod create;
 pub mod delete;
 pub mod metrics;
+pub mod transaction;
 
 use crate::error::{Error, Result};
 
