@@ -8,10 +8,13 @@
 
 mod common;
 mod corrupt;
+mod fixture;
 mod golden_dvs;
 mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
 mod properties;
+mod scan_edges;
 mod scan_row_index;
+mod snapshot_edges;
 mod stores;
