@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::io::TableStore;
-use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
+use crate::log::actions::{
+    self, Action, Add, DomainMetadata, Metadata, Protocol, RecordCount, Remove, Txn,
+};
 use crate::log::checkpoint::{self, AddColumns, CheckpointData};
 use crate::log::features;
 use crate::log::path::{LogPath, LOG_DIR};
@@ -89,6 +91,8 @@ pub struct Snapshot {
     checkpoint_adds: Vec<(AddColumns, Vec<usize>)>,
     tombstones: Vec<Remove>,
     txns: HashMap<String, Txn>,
+    /// Live (not removed) domain metadata, by domain.
+    domains: HashMap<String, DomainMetadata>,
     /// Timestamp (ms) of this version's commit.
     timestamp: Option<i64>,
 }
@@ -243,6 +247,7 @@ impl Snapshot {
             checkpoint_adds,
             tombstones: result.tombstones,
             txns: result.txns,
+            domains: result.domains,
             timestamp,
         })
     }
@@ -327,6 +332,10 @@ impl Snapshot {
     }
     pub fn txns(&self) -> &HashMap<String, Txn> {
         &self.txns
+    }
+    /// Live `domainMetadata` by domain (removed domains are gone).
+    pub fn domain_metadata(&self) -> &HashMap<String, DomainMetadata> {
+        &self.domains
     }
     pub fn segment(&self) -> &LogSegment {
         &self.segment

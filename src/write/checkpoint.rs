@@ -1,7 +1,10 @@
 //! Classic single-file checkpoints (`<version>.checkpoint.parquet` plus
 //! `_last_checkpoint`), written every `delta.checkpointInterval` commits, with
 //! the DV descriptors and stats (as JSON strings) of every live file, in the
-//! column layout Delta Spark reads.
+//! column layout Delta Spark reads. Like Delta Spark, a checkpoint keeps the
+//! `remove` tombstones younger than `delta.deletedFileRetentionDuration`
+//! (default one week) and drops older ones, and carries `txn` and live
+//! `domainMetadata`.
 
 use std::sync::Arc;
 
@@ -12,6 +15,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::log::actions::Action;
+use crate::log::interval;
 use crate::log::path::LogPath;
 use crate::table::snapshot::Snapshot;
 
@@ -106,12 +110,18 @@ pub fn checkpoint_schema() -> SchemaRef {
         nullable("readerFeatures", string_list()),
         nullable("writerFeatures", string_list()),
     ]));
+    let domain_metadata = DataType::Struct(Fields::from(vec![
+        nullable("domain", string()),
+        nullable("configuration", string()),
+        nullable("removed", DataType::Boolean),
+    ]));
     Arc::new(Schema::new(vec![
         nullable("txn", txn),
         nullable("add", add),
         nullable("remove", remove),
         nullable("metaData", metadata),
         nullable("protocol", protocol),
+        nullable("domainMetadata", domain_metadata),
     ]))
 }
 
@@ -125,13 +135,25 @@ fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
 /// The checkpoint of `snapshot` as parquet bytes, and its number of actions
 /// and of add actions.
 pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
+    encode_at(snapshot, super::now_ms())
+}
+
+/// [`encode`] as of `now_ms`: tombstones deleted at or before
+/// `now_ms - delta.deletedFileRetentionDuration` are expired and left out
+/// (a `remove` without `deletionTimestamp` counts as deleted at 0).
+pub fn encode_at(snapshot: &Snapshot, now_ms: i64) -> Result<(Bytes, u64, u64)> {
     let version = snapshot.version();
+    let retention = interval::deleted_file_retention_ms(snapshot.metadata())?;
+    let min_retained = now_ms.saturating_sub(retention);
     let mut lines: Vec<String> = vec![
         Action::Protocol(snapshot.protocol().clone()).to_json_line()?,
         Action::Metadata(snapshot.metadata().clone()).to_json_line()?,
     ];
     for txn in snapshot.txns().values() {
         lines.push(Action::Txn(txn.clone()).to_json_line()?);
+    }
+    for domain in snapshot.domain_metadata().values() {
+        lines.push(Action::DomainMetadata(domain.clone()).to_json_line()?);
     }
     let files = snapshot.files()?;
     let num_adds = files.len() as u64;
@@ -141,7 +163,11 @@ pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
         add.data_change = false;
         lines.push(Action::Add(Box::new(add)).to_json_line()?);
     }
-    for r in snapshot.tombstones() {
+    for r in snapshot
+        .tombstones()
+        .iter()
+        .filter(|r| r.deletion_timestamp.unwrap_or(0) > min_retained)
+    {
         let mut r = r.clone();
         r.data_change = false;
         r.stats = None;

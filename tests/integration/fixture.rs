@@ -55,6 +55,14 @@ pub fn remove(path: &str, deleted_at: i64, dv: Option<&DeletionVectorDescriptor>
     r
 }
 
+/// Milliseconds since the epoch, now (recent tombstones are not expired).
+pub fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
 /// An inline DV of `rows`.
 pub fn inline_dv(rows: &[u64]) -> DeletionVectorDescriptor {
     let map: RoaringTreemap = rows.iter().copied().collect();

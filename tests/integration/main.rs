@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod checkpoint_roundtrip;
 mod common;
 mod corrupt;
 mod fixture;

@@ -11,7 +11,7 @@ use deltadv::write::checkpoint;
 use deltadv::Error;
 use serde_json::json;
 
-use crate::fixture::{add, inline_dv, paths, remove, Table};
+use crate::fixture::{add, inline_dv, now_ms, paths, remove, Table};
 
 fn corrupt(e: Error) -> (String, String) {
     match e {
@@ -25,7 +25,7 @@ fn four_commits() -> Table {
     let t = Table::new();
     t.create(json!({}), &[add("f0.parquet", 10, 5, None)]);
     t.commit(1, &[add("f1.parquet", 10, 5, None)]);
-    t.commit(2, &[remove("f0.parquet", 2_000, None)]);
+    t.commit(2, &[remove("f0.parquet", now_ms(), None)]);
     t.commit(3, &[add("f2.parquet", 10, 5, None)]);
     t
 }
