@@ -209,3 +209,229 @@ impl CheckpointData {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{DataType, Field, Fields, Schema};
+    use parquet::arrow::ArrowWriter;
+
+    use super::*;
+
+    /// Checkpoint parquet bytes holding `lines` (JSON actions) in `schema`.
+    fn parquet_with(schema: Arc<Schema>, lines: &[&str]) -> Bytes {
+        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .build_decoder()
+            .unwrap();
+        decoder.decode(lines.join("\n").as_bytes()).unwrap();
+        let batch = decoder.flush().unwrap().unwrap();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(out)
+    }
+
+    fn classic(lines: &[&str]) -> Bytes {
+        parquet_with(crate::write::checkpoint::checkpoint_schema(), lines)
+    }
+
+    const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+    const ADD_A: &str = r#"{"add":{"path":"a%20b.parquet","size":10,"modificationTime":5,"dataChange":false,"stats":"{\"numRecords\":7}"}}"#;
+    const ADD_B: &str =
+        r#"{"add":{"path":"b.parquet","size":20,"modificationTime":6,"dataChange":false}}"#;
+    const REMOVE: &str =
+        r#"{"remove":{"path":"c.parquet","deletionTimestamp":9,"dataChange":false}}"#;
+
+    #[test]
+    fn classic_parts_decode_and_count() {
+        let part1 = classic(&[PROTOCOL, ADD_A]);
+        let part2 = classic(&[ADD_B, REMOVE]);
+        let mut data = CheckpointData::default();
+        for (i, bytes) in [part1, part2].into_iter().enumerate() {
+            let (adds, others) = decode(bytes, &format!("part{i}"), false).unwrap();
+            data.absorb(adds, others);
+        }
+        assert_eq!(data.count, 4);
+        let adds: Vec<(String, i64, Option<i64>)> = data
+            .adds
+            .iter()
+            .flat_map(|a| {
+                (0..a.len())
+                    .filter(|&i| a.is_add(i))
+                    .map(|i| {
+                        (
+                            a.raw_path(i).to_string(),
+                            a.size(i),
+                            a.record_count(i).unwrap().0,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(
+            adds,
+            [
+                ("a%20b.parquet".to_string(), 10, Some(7)),
+                ("b.parquet".to_string(), 20, None)
+            ]
+        );
+        assert!(matches!(data.others[0], Action::Protocol(_)));
+        match &data.others[1] {
+            Action::Remove(r) => assert_eq!(
+                (r.path.as_str(), r.deletion_timestamp),
+                ("c.parquet", Some(9))
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(data.sidecars().is_empty());
+    }
+
+    #[test]
+    fn v2_json_top_level_with_sidecars() {
+        let top = [
+            PROTOCOL,
+            r#"{"checkpointMetadata":{"version":3}}"#,
+            r#"{"sidecar":{"path":"016ae953-37a9-438e-8683-9a9a4a79a395.parquet","sizeInBytes":1,"modificationTime":1}}"#,
+            r#"{"sidecar":{"path":"_delta_log/_sidecars/other%20one.parquet","sizeInBytes":1,"modificationTime":1}}"#,
+        ]
+        .join("\n");
+        let mut data = CheckpointData::default();
+        let (adds, others) = decode(Bytes::from(top), "top.json", true).unwrap();
+        assert!(adds.is_empty());
+        data.absorb(adds, others);
+        let located: Vec<String> = data
+            .sidecars()
+            .iter()
+            .map(|p| sidecar_location(p).unwrap())
+            .collect();
+        assert_eq!(
+            located,
+            [
+                "_delta_log/_sidecars/016ae953-37a9-438e-8683-9a9a4a79a395.parquet",
+                "_delta_log/_sidecars/other one.parquet"
+            ]
+        );
+        // A sidecar holds only add/remove rows.
+        let sidecar_schema = Arc::new(Schema::new(
+            crate::write::checkpoint::checkpoint_schema()
+                .fields()
+                .iter()
+                .filter(|f| matches!(f.name().as_str(), "add" | "remove"))
+                .cloned()
+                .collect::<Vec<_>>(),
+        ));
+        let (adds, others) = decode(
+            parquet_with(sidecar_schema, &[ADD_A, REMOVE, ADD_B]),
+            "side",
+            false,
+        )
+        .unwrap();
+        data.absorb(adds, others);
+        // protocol, checkpointMetadata, 2 sidecars, 2 adds, 1 remove
+        assert_eq!(data.count, 7);
+        assert_eq!(data.adds.iter().map(AddColumns::num_adds).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn sidecar_locations() {
+        assert_eq!(
+            sidecar_location("s3://bucket/t/_delta_log/_sidecars/x.parquet").unwrap(),
+            "s3://bucket/t/_delta_log/_sidecars/x.parquet"
+        );
+        assert_eq!(
+            sidecar_location("sub/x%25y.parquet").unwrap(),
+            "sub/x%y.parquet"
+        );
+        for bad in ["", "..", "."] {
+            match sidecar_location(bad) {
+                Err(Error::CorruptLog { file, detail }) => {
+                    assert_eq!(file, "_delta_log/_sidecars");
+                    assert!(detail.contains("which is not a file name"), "{detail}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn stats_parsed_without_stats_json() {
+        // Delta Spark may write only `stats_parsed` (checkpoint.writeStatsAsJson=false).
+        let parsed = Field::new(
+            "stats_parsed",
+            DataType::Struct(Fields::from(vec![
+                Field::new("numRecords", DataType::Int64, true),
+                Field::new("tightBounds", DataType::Boolean, true),
+                Field::new(
+                    "minValues",
+                    DataType::Struct(Fields::from(vec![Field::new("id", DataType::Int64, true)])),
+                    true,
+                ),
+            ])),
+            true,
+        );
+        let add = DataType::Struct(Fields::from(vec![
+            Field::new("path", DataType::Utf8, true),
+            Field::new("size", DataType::Int64, true),
+            parsed,
+        ]));
+        let schema = Arc::new(Schema::new(vec![Field::new("add", add, true)]));
+        let bytes = parquet_with(
+            schema,
+            &[
+                r#"{"add":{"path":"p","size":1,"stats_parsed":{"numRecords":12,"tightBounds":false,"minValues":{"id":3}}}}"#,
+            ],
+        );
+        let (adds, others) = decode_parquet(bytes, "sp").unwrap();
+        assert!(others.is_empty());
+        assert_eq!(adds[0].record_count(0).unwrap(), (Some(12), Some(false)));
+    }
+
+    #[test]
+    fn hint_size_is_checked_only_for_its_version() {
+        let mut data = CheckpointData::default();
+        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false).unwrap();
+        data.absorb(adds, others);
+        let hint = |version, size| LastCheckpoint {
+            version,
+            size,
+            parts: None,
+        };
+        assert!(data.check_hint(&hint(5, Some(2)), 5, "c").is_ok());
+        assert!(data.check_hint(&hint(5, None), 5, "c").is_ok());
+        assert!(data.check_hint(&hint(4, Some(9)), 5, "c").is_ok());
+        match data.check_hint(&hint(5, Some(3)), 5, "_delta_log/5.checkpoint.parquet") {
+            Err(Error::CorruptLog { file, detail }) => {
+                assert_eq!(file, "_delta_log/5.checkpoint.parquet");
+                assert_eq!(
+                    detail,
+                    "_last_checkpoint says the checkpoint holds 3 actions, it holds 2"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn garbage_and_truncated_bytes_are_parquet_errors_naming_the_file() {
+        let whole = classic(&[PROTOCOL, ADD_A]);
+        for bytes in [
+            Bytes::from_static(b"not parquet at all"),
+            whole.slice(..whole.len() - 9),
+            Bytes::new(),
+        ] {
+            match decode_parquet(bytes, "_delta_log/7.checkpoint.parquet") {
+                Err(Error::Parquet { file, .. }) => {
+                    assert_eq!(file, "_delta_log/7.checkpoint.parquet")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        match decode(Bytes::from_static(b"{not json"), "top.json", true) {
+            Err(e) => assert!(e.to_string().contains("top.json"), "{e}"),
+            Ok(_) => panic!("garbage JSON decoded"),
+        }
+    }
+}
