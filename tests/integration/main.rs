@@ -9,6 +9,7 @@
 mod checkpoint_roundtrip;
 mod common;
 mod corrupt;
+mod dv_loading;
 mod fixture;
 mod golden_dvs;
 mod golden_scan;
@@ -18,4 +19,5 @@ mod properties;
 mod scan_edges;
 mod scan_row_index;
 mod snapshot_edges;
+mod store_edges;
 mod stores;
