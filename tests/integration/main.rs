@@ -15,6 +15,7 @@ mod golden_dvs;
 mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
+mod layering;
 mod properties;
 mod scan_edges;
 mod scan_row_index;
