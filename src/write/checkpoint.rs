@@ -3,8 +3,10 @@
 //! (`<version>.checkpoint.parquet`, in the column layout Delta Spark reads),
 //! or on tables with the `v2Checkpoint` feature a V2 checkpoint as one JSON
 //! file (`<version>.checkpoint.<uuid>.json`, `checkpointMetadata` first, no
-//! sidecars). Both hold the protocol, metadata, app txns, domain metadata,
-//! every live file with its DV descriptor and stats, and the tombstones.
+//! sidecars). Both hold the protocol, metadata, app txns, live domain
+//! metadata, every live file with its DV descriptor and stats, and, like
+//! Delta Spark, the `remove` tombstones younger than
+//! `delta.deletedFileRetentionDuration` (default one week).
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, CheckpointMetadata};
 use crate::log::features;
+use crate::log::interval;
 use crate::log::path::{CheckpointFormat, LogPath};
 use crate::table::snapshot::Snapshot;
 
@@ -110,7 +113,7 @@ pub fn checkpoint_schema() -> SchemaRef {
         nullable("readerFeatures", string_list()),
         nullable("writerFeatures", string_list()),
     ]));
-    let domain = DataType::Struct(Fields::from(vec![
+    let domain_metadata = DataType::Struct(Fields::from(vec![
         nullable("domain", string()),
         nullable("configuration", string()),
         nullable("removed", DataType::Boolean),
@@ -121,7 +124,7 @@ pub fn checkpoint_schema() -> SchemaRef {
         nullable("remove", remove),
         nullable("metaData", metadata),
         nullable("protocol", protocol),
-        nullable("domainMetadata", domain),
+        nullable("domainMetadata", domain_metadata),
     ]))
 }
 
@@ -132,9 +135,14 @@ fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// The actions of `snapshot`'s checkpoint as JSON lines (protocol, metadata,
-/// txns, domain metadata, adds, tombstones), and the number of adds.
-fn checkpoint_lines(snapshot: &Snapshot) -> Result<(Vec<String>, u64)> {
+/// The actions of `snapshot`'s checkpoint as of `now_ms` as JSON lines
+/// (protocol, metadata, txns, domain metadata, adds, tombstones), and the
+/// number of adds. Tombstones deleted at or before
+/// `now_ms - delta.deletedFileRetentionDuration` are expired and left out (a
+/// `remove` without `deletionTimestamp` counts as deleted at 0).
+fn checkpoint_lines(snapshot: &Snapshot, now_ms: i64) -> Result<(Vec<String>, u64)> {
+    let retention = interval::deleted_file_retention_ms(snapshot.metadata())?;
+    let min_retained = now_ms.saturating_sub(retention);
     let mut lines: Vec<String> = vec![
         Action::Protocol(snapshot.protocol().clone()).to_json_line()?,
         Action::Metadata(snapshot.metadata().clone()).to_json_line()?,
@@ -142,7 +150,7 @@ fn checkpoint_lines(snapshot: &Snapshot) -> Result<(Vec<String>, u64)> {
     for txn in snapshot.txns().values() {
         lines.push(Action::Txn(txn.clone()).to_json_line()?);
     }
-    let mut domains: Vec<_> = snapshot.domains().values().collect();
+    let mut domains: Vec<_> = snapshot.domain_metadata().values().collect();
     domains.sort_by(|a, b| a.domain.cmp(&b.domain));
     for d in domains {
         lines.push(Action::DomainMetadata(d.clone()).to_json_line()?);
@@ -155,7 +163,11 @@ fn checkpoint_lines(snapshot: &Snapshot) -> Result<(Vec<String>, u64)> {
         add.data_change = false;
         lines.push(Action::Add(Box::new(add)).to_json_line()?);
     }
-    for r in snapshot.tombstones() {
+    for r in snapshot
+        .tombstones()
+        .iter()
+        .filter(|r| r.deletion_timestamp.unwrap_or(0) > min_retained)
+    {
         let mut r = r.clone();
         r.data_change = false;
         r.stats = None;
@@ -168,8 +180,13 @@ fn checkpoint_lines(snapshot: &Snapshot) -> Result<(Vec<String>, u64)> {
 /// The checkpoint of `snapshot` as parquet bytes, and its number of actions
 /// and of add actions.
 pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
+    encode_at(snapshot, super::now_ms())
+}
+
+/// [`encode`] as of `now_ms` (which tombstones are expired).
+pub fn encode_at(snapshot: &Snapshot, now_ms: i64) -> Result<(Bytes, u64, u64)> {
     let version = snapshot.version();
-    let (lines, num_adds) = checkpoint_lines(snapshot)?;
+    let (lines, num_adds) = checkpoint_lines(snapshot, now_ms)?;
     let schema = checkpoint_schema();
     let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
         .with_batch_size(8192)
@@ -203,7 +220,7 @@ pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
 pub fn encode_v2_json(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
     let version = i64::try_from(snapshot.version())
         .map_err(|_| Error::Internal(format!("version {} too large", snapshot.version())))?;
-    let (lines, num_adds) = checkpoint_lines(snapshot)?;
+    let (lines, num_adds) = checkpoint_lines(snapshot, super::now_ms())?;
     let mut text = Action::CheckpointMetadata(CheckpointMetadata { version }).to_json_line()?;
     text.push('\n');
     for line in &lines {

@@ -286,7 +286,7 @@ impl<'a> Transaction<'a> {
             (Some(s), _) => (
                 s.protocol().clone(),
                 s.metadata().clone(),
-                Some(s.domains()),
+                Some(s.domain_metadata()),
             ),
             (None, Some(p)) => match &self.new_metadata {
                 Some(m) => (p.clone(), m.clone(), None),
