@@ -1,7 +1,13 @@
 //! Checkpoint rows as Arrow. `add` rows stay columnar ([`AddColumns`]): replay
 //! only masks out the rows that newer commits shadow, and single rows become
 //! [`Add`] values on demand. Every other action (few rows) goes through the
-//! same JSON parser as commit lines. Pure: takes record batches, no I/O.
+//! same JSON parser as commit lines. Pure: takes bytes and record batches,
+//! no I/O.
+//!
+//! | module | what |
+//! |---|---|
+//! | this file | [`AddColumns`] (columnar `add` rows) and [`split_batch`] (one batch into adds and other actions) |
+//! | [`read`] | whole checkpoint files as bytes: parquet or JSON parts, sidecar locations, [`CheckpointData`] |
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +23,9 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::log::actions::{Action, Add};
+
+pub mod read;
+pub use read::{decode, decode_parquet, sidecar_location, CheckpointData};
 
 fn err(file: &str, detail: impl std::fmt::Display) -> Error {
     Error::CorruptLog {

@@ -9,6 +9,8 @@
 //! has an entry; an entry says what deltadv does with it, and a name with no
 //! entry is refused by every operation.
 
+use std::collections::HashMap;
+
 use super::actions::{Metadata, Protocol};
 use super::schema::{parse_data_type, DataType, StructField, StructType};
 use crate::error::{Error, Result};
@@ -34,7 +36,7 @@ pub enum WriteOperation {
     DeleteWithDeletionVectors,
     /// DELETE rewriting each touched data file without its deleted rows.
     DeleteCopyOnWrite,
-    /// Appending new data files (a blind append).
+    /// Adding new data files (an append, or the data of a new table).
     Append,
 }
 
@@ -68,8 +70,13 @@ struct Feature {
     delete_dvs: Verdict,
     /// DELETE by copy-on-write.
     delete_cow: Verdict,
+    /// Appending new files.
+    append: Verdict,
 }
 
+/// Appends leave a feature intact exactly when a DELETE with DVs does; the
+/// schema-level rules of appends (constraints, generated and identity
+/// columns) are in [`check_append`].
 const fn writer(name: &'static str, delete_dvs: Verdict, delete_cow: Verdict) -> Feature {
     Feature {
         name,
@@ -77,6 +84,7 @@ const fn writer(name: &'static str, delete_dvs: Verdict, delete_cow: Verdict) ->
         read: Yes,
         delete_dvs,
         delete_cow,
+        append: delete_dvs,
     }
 }
 
@@ -92,11 +100,10 @@ const fn reader_writer(
         read,
         delete_dvs,
         delete_cow,
+        append: delete_dvs,
     }
 }
 
-const NO_ROW_TRACKING: Verdict = No("deltadv does not assign row ids yet");
-const NO_ICT: Verdict = No("deltadv does not write in-commit timestamps yet");
 const NO_ICEBERG: Verdict = No("deltadv does not maintain Iceberg compatibility (UniForm)");
 const NO_CLUSTERING: Verdict = No("deltadv does not maintain clustering metadata yet");
 const NO_COORDINATOR: Verdict =
@@ -128,14 +135,19 @@ static FEATURES: &[Feature] = &[
     writer("allowColumnDefaults", Yes, Yes),
     writer("changeDataFeed", Yes, Yes),
     writer("identityColumns", Yes, Yes),
-    writer("rowTracking", NO_ROW_TRACKING, NO_ROW_TRACKING),
+    // The transaction assigns row ids to new files and keeps those of files
+    // re-added with a new DV (write::transaction). A copy-on-write rewrite
+    // gets new ids: refused while delta.enableRowTracking is true (see
+    // PROPERTY_RULES), allowed when the feature is merely supported.
+    writer("rowTracking", Yes, Yes),
     // Domains are left as they are.
     writer("domainMetadata", Yes, Yes),
     writer("icebergCompatV1", NO_ICEBERG, NO_ICEBERG),
     writer("icebergCompatV2", NO_ICEBERG, NO_ICEBERG),
     writer("icebergCompatV3", NO_ICEBERG, NO_ICEBERG),
     writer("clustering", NO_CLUSTERING, NO_CLUSTERING),
-    writer("inCommitTimestamp", NO_ICT, NO_ICT),
+    // The transaction writes commitInfo first with a monotonic inCommitTimestamp.
+    writer("inCommitTimestamp", Yes, Yes),
     // deltadv never removes checkpoints or log files.
     writer("checkpointProtection", Yes, Yes),
     // Copy-on-write keeps every column of the file it copies.
@@ -185,21 +197,31 @@ static FEATURES: &[Feature] = &[
     reader_writer("timestampNanos", NO_NANOS, NO_NANOS, NO_NANOS),
 ];
 
-/// Table properties that switch on behaviour no deltadv write implements:
-/// the write is refused while the property is `true`, whatever the protocol.
-const PROPERTY_RULES: &[(&str, &str)] = &[
-    ("delta.appendOnly", "the table is append-only"),
+/// Table properties that switch on behaviour a deltadv write does not
+/// implement: the write is refused while the property is `true`, whatever
+/// the protocol. (property, why, operations it blocks)
+const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
+    (
+        "delta.appendOnly",
+        "the table is append-only",
+        &[
+            WriteOperation::DeleteWithDeletionVectors,
+            WriteOperation::DeleteCopyOnWrite,
+        ],
+    ),
     (
         "delta.enableChangeDataFeed",
         "the table has the change data feed enabled and deltadv does not write CDC files yet",
+        &[
+            WriteOperation::DeleteWithDeletionVectors,
+            WriteOperation::DeleteCopyOnWrite,
+        ],
     ),
     (
         "delta.enableRowTracking",
-        "the table has row tracking enabled and deltadv does not maintain row ids yet",
-    ),
-    (
-        "delta.enableInCommitTimestamps",
-        "the table has in-commit timestamps enabled and deltadv does not write them yet",
+        "the table has row tracking enabled and a rewritten file would give its rows new \
+         row ids (deltadv does not write materialized row id columns)",
+        &[WriteOperation::DeleteCopyOnWrite],
     ),
 ];
 
@@ -229,14 +251,7 @@ fn verdict(f: &Feature, op: WriteOperation) -> Verdict {
     match op {
         WriteOperation::DeleteWithDeletionVectors => f.delete_dvs,
         WriteOperation::DeleteCopyOnWrite => f.delete_cow,
-        // New files, like copy-on-write; but deltadv's writer leaves partition
-        // values out of data files. (Row rules — invariants, constraints,
-        // generated, identity and default values — are checked on their use,
-        // in write::append.)
-        WriteOperation::Append if f.name == "materializePartitionColumns" => {
-            No("deltadv does not write partition values into data files")
-        }
-        WriteOperation::Append => f.delete_cow,
+        WriteOperation::Append => f.append,
     }
 }
 
@@ -316,18 +331,64 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
             op.describe()
         )));
     }
-    for (key, why) in PROPERTY_RULES {
-        // Appends are what append-only tables allow, and inserts need no CDC files.
-        let append_allowed = matches!(*key, "delta.appendOnly" | "delta.enableChangeDataFeed");
-        if op == WriteOperation::Append && append_allowed {
-            continue;
-        }
-        if property_is_true(metadata, key) {
+    for (key, why, blocked) in PROPERTY_RULES {
+        if blocked.contains(&op) && property_is_true(metadata, key) {
             return Err(Error::Unsupported(format!(
                 "{} is not allowed: {why} ({key}=true)",
                 op.describe()
             )));
         }
+    }
+    Ok(())
+}
+
+/// Column metadata keys whose columns an append would have to compute or
+/// check, and what they are.
+const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
+    ("delta.invariants", "a column invariant"),
+    ("delta.generationExpression", "a generated column"),
+    ("delta.identity.start", "an identity column"),
+];
+
+/// Refuse an append deltadv could not do without breaking the table's
+/// features, properties, CHECK constraints (`delta.constraints.*`),
+/// invariants, generated or identity columns, naming what stands in the way.
+pub fn check_append(p: &Protocol, metadata: &Metadata, schema: &StructType) -> Result<()> {
+    check_write(p, metadata, WriteOperation::Append)?;
+    let mut constraints: Vec<&str> = metadata
+        .configuration
+        .keys()
+        .filter_map(|k| k.strip_prefix("delta.constraints."))
+        .collect();
+    constraints.sort_unstable();
+    if let Some(name) = constraints.first() {
+        return Err(Error::Unsupported(format!(
+            "append is not allowed: the table has CHECK constraint {name:?} \
+             (delta.constraints.{name}), which deltadv does not evaluate"
+        )));
+    }
+    fn walk(fields: &[StructField], prefix: &str) -> Option<(String, &'static str)> {
+        for f in fields {
+            let path = format!("{prefix}{}", f.name);
+            if let Some((_, what)) = APPEND_COLUMN_RULES
+                .iter()
+                .find(|(key, _)| f.metadata.contains_key(*key))
+            {
+                return Some((path, what));
+            }
+            if let DataType::Struct(inner) = &f.data_type {
+                if let Some(found) = walk(&inner.fields, &format!("{path}.")) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+    if let Some((column, what)) = walk(&schema.fields, "") {
+        return Err(Error::Unsupported(format!(
+            "append is not allowed: column {column:?} is {what}, which deltadv does not compute \
+             or check"
+        )));
     }
     Ok(())
 }
@@ -385,11 +446,40 @@ const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
     (6, &["identityColumns"]),
 ];
 
+/// The table property that turns in-commit timestamps on.
+pub const ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
+/// Version and timestamp at which in-commit timestamps were turned on for an
+/// existing table (absent when they were on from version 0).
+pub const ICT_ENABLEMENT_VERSION: &str = "delta.inCommitTimestampEnablementVersion";
+pub const ICT_ENABLEMENT_TIMESTAMP: &str = "delta.inCommitTimestampEnablementTimestamp";
+/// The table property that turns row tracking on.
+pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
+/// Properties naming the hidden columns a rewrite would materialize row ids
+/// and row commit versions into; Delta Spark requires them on tables that
+/// support row tracking.
+pub const MATERIALIZED_ROW_ID: &str = "delta.rowTracking.materializedRowIdColumnName";
+pub const MATERIALIZED_ROW_COMMIT_VERSION: &str =
+    "delta.rowTracking.materializedRowCommitVersionColumnName";
+
+/// Whether `key` is `true` in a table configuration (case-insensitive).
+pub fn configured_true(configuration: &HashMap<String, Option<String>>, key: &str) -> bool {
+    configuration
+        .get(key)
+        .and_then(Option::as_deref)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// The protocol of a new table: reader 1 / writer 2 unless a feature needs
 /// table features, then reader 3 / writer 7 with deletionVectors (when
-/// `deletion_vectors`), timestampNtz (when a column needs it), and the writer-2
-/// features every table has (NOT NULL columns need `invariants`).
-pub fn new_table_protocol(schema: &StructType, deletion_vectors: bool) -> Protocol {
+/// `deletion_vectors`), timestampNtz (when a column needs it),
+/// inCommitTimestamp and rowTracking (+ domainMetadata) when their properties
+/// are `true` in `configuration`, and the writer-2 features every table has
+/// (NOT NULL columns need `invariants`).
+pub fn new_table_protocol(
+    schema: &StructType,
+    deletion_vectors: bool,
+    configuration: &HashMap<String, Option<String>>,
+) -> Protocol {
     let mut reader = Vec::new();
     if deletion_vectors {
         reader.push("deletionVectors".to_string());
@@ -397,7 +487,15 @@ pub fn new_table_protocol(schema: &StructType, deletion_vectors: bool) -> Protoc
     if schema.has_timestamp_ntz() {
         reader.push("timestampNtz".to_string());
     }
-    if reader.is_empty() {
+    let mut writer_only = Vec::new();
+    if configured_true(configuration, ENABLE_IN_COMMIT_TIMESTAMPS) {
+        writer_only.push("inCommitTimestamp".to_string());
+    }
+    if configured_true(configuration, ENABLE_ROW_TRACKING) {
+        writer_only.push("domainMetadata".to_string());
+        writer_only.push("rowTracking".to_string());
+    }
+    if reader.is_empty() && writer_only.is_empty() {
         return Protocol {
             min_reader_version: 1,
             min_writer_version: 2,
@@ -407,12 +505,34 @@ pub fn new_table_protocol(schema: &StructType, deletion_vectors: bool) -> Protoc
     }
     let mut writer = vec!["appendOnly".to_string(), "invariants".to_string()];
     writer.extend(reader.iter().cloned());
+    writer.extend(writer_only);
     Protocol {
-        min_reader_version: READER_FEATURES_VERSION,
+        min_reader_version: if reader.is_empty() {
+            1
+        } else {
+            READER_FEATURES_VERSION
+        },
         min_writer_version: WRITER_FEATURES_VERSION,
-        reader_features: Some(reader),
+        reader_features: if reader.is_empty() {
+            None
+        } else {
+            Some(reader)
+        },
         writer_features: Some(writer),
     }
+}
+
+/// Properties a new table with row tracking needs besides
+/// `delta.enableRowTracking` (the materialized column names, fresh).
+pub fn row_tracking_properties() -> Vec<(String, String)> {
+    let id = uuid::Uuid::new_v4();
+    vec![
+        (MATERIALIZED_ROW_ID.to_string(), format!("_row-id-col-{id}")),
+        (
+            MATERIALIZED_ROW_COMMIT_VERSION.to_string(),
+            format!("_row-commit-version-col-{}", uuid::Uuid::new_v4()),
+        ),
+    ]
 }
 
 /// `protocol` upgraded to carry deletion vectors: reader 3 / writer 7 with the
@@ -611,8 +731,12 @@ mod tests {
     #[test]
     fn new_table_protocols() {
         let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
-        assert_eq!(new_table_protocol(&plain, false), protocol(1, 2, &[], &[]));
-        let p = new_table_protocol(&plain, true);
+        let none = HashMap::new();
+        assert_eq!(
+            new_table_protocol(&plain, false, &none),
+            protocol(1, 2, &[], &[])
+        );
+        let p = new_table_protocol(&plain, true, &none);
         assert_eq!(
             p,
             protocol(
@@ -632,8 +756,77 @@ mod tests {
             },
             true,
         )]);
-        let p = new_table_protocol(&nested, false);
+        let p = new_table_protocol(&nested, false, &none);
         assert!(is_supported(&p, "timestampNtz") && !is_supported(&p, "deletionVectors"));
+        // in-commit timestamps and row tracking are writer features (reader 1)
+        let conf: HashMap<String, Option<String>> = [
+            (ENABLE_IN_COMMIT_TIMESTAMPS, "TRUE"),
+            (ENABLE_ROW_TRACKING, "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect();
+        let p = new_table_protocol(&plain, false, &conf);
+        assert_eq!(
+            p,
+            protocol(
+                1,
+                7,
+                &[],
+                &[
+                    "appendOnly",
+                    "invariants",
+                    "inCommitTimestamp",
+                    "domainMetadata",
+                    "rowTracking"
+                ]
+            )
+        );
+        let off: HashMap<String, Option<String>> =
+            [(ENABLE_ROW_TRACKING.to_string(), Some("false".to_string()))].into();
+        assert_eq!(
+            new_table_protocol(&plain, false, &off),
+            protocol(1, 2, &[], &[])
+        );
+    }
+
+    #[test]
+    fn appends_refuse_what_they_would_have_to_compute() {
+        let p = protocol(1, 7, &[], &["appendOnly", "invariants", "checkConstraints"]);
+        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
+        // append-only and CDF tables take appends
+        check_append(
+            &p,
+            &metadata(&[
+                ("delta.appendOnly", "true"),
+                ("delta.enableChangeDataFeed", "true"),
+            ]),
+            &plain,
+        )
+        .unwrap();
+        let e = err(check_append(
+            &p,
+            &metadata(&[("delta.constraints.positive", "id > 0")]),
+            &plain,
+        ));
+        assert!(e.contains("CHECK constraint \"positive\""), "{e}");
+        for (key, what) in APPEND_COLUMN_RULES {
+            let mut field = StructField::new("x", DataType::Long, true);
+            field.metadata.insert(key.to_string(), json!("1"));
+            let nested = StructType::new(vec![StructField::new(
+                "s",
+                DataType::Struct(StructType::new(vec![field])),
+                true,
+            )]);
+            let e = err(check_append(&p, &metadata(&[]), &nested));
+            assert!(e.contains("\"s.x\"") && e.contains(what), "{e}");
+        }
+        let e = err(check_append(
+            &protocol(1, 7, &[], &["clustering"]),
+            &metadata(&[]),
+            &plain,
+        ));
+        assert!(e.contains("writer feature \"clustering\""), "{e}");
     }
 
     #[test]
@@ -795,8 +988,6 @@ mod tests {
     fn delete_refuses_writer_features_it_cannot_keep() {
         let on = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
         for f in [
-            "rowTracking",
-            "inCommitTimestamp",
             "icebergCompatV2",
             "clustering",
             "coordinatedCommits-preview",
@@ -812,12 +1003,7 @@ mod tests {
 
     #[test]
     fn property_rules_refuse_whatever_the_protocol() {
-        for key in [
-            "delta.appendOnly",
-            "delta.enableChangeDataFeed",
-            "delta.enableRowTracking",
-            "delta.enableInCommitTimestamps",
-        ] {
+        for key in ["delta.appendOnly", "delta.enableChangeDataFeed"] {
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "TRUE")]);
             let e = err(plan_delete(&deltalake_dv_table(), &m, false));
             assert!(e.contains(key), "{e}");
@@ -827,6 +1013,36 @@ mod tests {
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "false")]);
             plan_delete(&deltalake_dv_table(), &m, false).unwrap();
         }
+        // Row tracking: DVs keep row ids, a rewrite would not.
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &[
+                "deletionVectors",
+                "domainMetadata",
+                "rowTracking",
+                "inCommitTimestamp",
+            ],
+        );
+        let m = metadata(&[
+            (ENABLE_DELETION_VECTORS, "true"),
+            (ENABLE_ROW_TRACKING, "true"),
+            (ENABLE_IN_COMMIT_TIMESTAMPS, "true"),
+        ]);
+        assert!(plan_delete(&p, &m, false).unwrap());
+        let p_cow = protocol(1, 7, &[], &["domainMetadata", "rowTracking"]);
+        let e = err(plan_delete(
+            &p_cow,
+            &metadata(&[(ENABLE_ROW_TRACKING, "true")]),
+            true,
+        ));
+        assert!(
+            e.contains(ENABLE_ROW_TRACKING) && e.contains("row ids"),
+            "{e}"
+        );
+        // supported but not enabled: a rewrite may assign new ids
+        assert!(!plan_delete(&p_cow, &metadata(&[]), true).unwrap());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 pub mod actions;
 pub mod checkpoint;
 pub mod features;
+/// Duration table properties (`interval 1 week`).
+pub mod interval;
 /// Typed names of the files in `_delta_log` (commits, checkpoints, compactions, CRC, `_last_checkpoint`, sidecars).
 pub mod path;
 pub mod replay;

@@ -160,6 +160,21 @@ pub fn build_segment(
     }
 
     let (checkpoint_version, checkpoint) = choose_checkpoint(&files, version);
+    if checkpoint_version.is_none() && !files.iter().any(|f| f.is_commit() && f.version == 0) {
+        // Metadata cleanup removed the commits before the oldest checkpoint:
+        // versions before it cannot be rebuilt (as Delta Spark says it).
+        let earliest = files
+            .iter()
+            .filter(|f| f.path.is_checkpoint())
+            .map(|f| f.version)
+            .min();
+        if let Some(earliest) = earliest.filter(|e| *e > version) {
+            return Err(Error::VersionNotFound(format!(
+                "version {version} requested, the earliest available is {earliest} \
+                 (older commits were cleaned up)"
+            )));
+        }
+    }
     let first_commit = checkpoint_version.map_or(0, |v| v + 1);
     let mut commits: Vec<LogFile> = Vec::new();
     let mut expected = first_commit;
@@ -373,6 +388,36 @@ mod tests {
             e.contains("00000000000000000001.json") && e.contains("missing"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn versions_before_a_cleaned_up_checkpoint_are_not_found() {
+        let files = listing(&[
+            "00000000000000000005.checkpoint.parquet",
+            "00000000000000000006.json",
+        ]);
+        for v in [0, 4] {
+            match build_segment(files.clone(), None, Some(v)) {
+                Err(Error::VersionNotFound(m)) => assert_eq!(
+                    m,
+                    format!(
+                        "version {v} requested, the earliest available is 5 \
+                         (older commits were cleaned up)"
+                    )
+                ),
+                other => panic!("{v}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            build_segment(files.clone(), None, Some(5)).unwrap().version,
+            5
+        );
+        // Without any checkpoint, a missing commit 0 is still a corrupt log.
+        let no_checkpoint = listing(&["00000000000000000006.json"]);
+        assert!(matches!(
+            build_segment(no_checkpoint, None, Some(6)),
+            Err(Error::CorruptLog { .. })
+        ));
     }
 
     #[test]

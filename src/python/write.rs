@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use arrow::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
+use arrow::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
@@ -44,9 +44,8 @@ fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
 fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option<StructType>> {
     schema_ipc
         .map(|bytes| {
-            let arrow = arrow_ipc::convert::try_schema_from_ipc_buffer(bytes).map_err(|e| {
-                crate::Error::InvalidArgument(format!("invalid Arrow schema: {e}"))
-            })?;
+            let arrow = arrow_ipc::convert::try_schema_from_ipc_buffer(bytes)
+                .map_err(|e| crate::Error::InvalidArgument(format!("invalid Arrow schema: {e}")))?;
             StructType::from_arrow(&arrow)
         })
         .transpose()
@@ -143,7 +142,12 @@ pub fn write_files(
     py.detach(|| -> crate::Result<Vec<String>> {
         let schema = schema_from_ipc(schema_ipc.as_deref())?;
         let store = TableStore::open(table_uri, &storage_options)?;
-        let adds = block_on(files::write_files(&store, reader, schema.as_ref(), &options))??;
+        let adds = block_on(files::write_files(
+            &store,
+            reader,
+            schema.as_ref(),
+            &options,
+        ))??;
         adds.iter()
             .map(|a| {
                 serde_json::to_string(a).map_err(|source| crate::Error::Json {

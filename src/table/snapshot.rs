@@ -5,21 +5,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
-use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_array::{ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{Field, Fields, Schema};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::io::TableStore;
-use crate::log::actions::{self, Action, Add, Metadata, Protocol, RecordCount, Remove, Txn};
-use crate::log::checkpoint::{split_batch, AddColumns};
+use crate::log::actions::{
+    self, Action, Add, DomainMetadata, Metadata, Protocol, RecordCount, Remove, Txn,
+};
+use crate::log::checkpoint::{self, AddColumns, CheckpointData};
 use crate::log::features;
 use crate::log::path::{LogPath, LOG_DIR};
 use crate::log::replay::{normalize_path, Replayer};
@@ -27,21 +26,8 @@ use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogSegment};
 use crate::table::dv;
 
-/// Rows per decoded checkpoint batch.
-const CHECKPOINT_BATCH_ROWS: usize = 65_536;
 /// Commit files fetched at once.
 const COMMIT_READ_CONCURRENCY: usize = 16;
-/// Top-level checkpoint columns replay needs.
-const CHECKPOINT_COLUMNS: &[&str] = &[
-    "add",
-    "remove",
-    "metaData",
-    "protocol",
-    "txn",
-    "domainMetadata",
-    "checkpointMetadata",
-    "sidecar",
-];
 
 /// Refuse tables that need what we do not implement, naming the reader
 /// version or feature (the rules live in [`crate::log::features`]).
@@ -105,6 +91,8 @@ pub struct Snapshot {
     checkpoint_adds: Vec<(AddColumns, Vec<usize>)>,
     tombstones: Vec<Remove>,
     txns: HashMap<String, Txn>,
+    /// Live (not removed) domain metadata, by domain.
+    domains: HashMap<String, DomainMetadata>,
     /// Timestamp (ms) of this version's commit.
     timestamp: Option<i64>,
 }
@@ -138,120 +126,6 @@ pub async fn list_log(store: &TableStore, offset: Option<&str>) -> Result<Vec<Lo
                 .then_some(f)
         })
         .collect())
-}
-
-fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
-    Error::Parquet {
-        file: file.to_string(),
-        detail: e.to_string(),
-    }
-}
-
-/// Which checkpoint leaf columns replay needs: the action columns, without
-/// `*_parsed` (except `add.stats_parsed.numRecords` / `.tightBounds`).
-fn wanted_leaf(parts: &[String]) -> bool {
-    let top = parts.first().map(String::as_str).unwrap_or("");
-    let second = parts.get(1).map(String::as_str).unwrap_or("");
-    let third = parts.get(2).map(String::as_str).unwrap_or("");
-    CHECKPOINT_COLUMNS.contains(&top)
-        && (!second.ends_with("_parsed")
-            || (top == "add"
-                && second == "stats_parsed"
-                && parts.len() == 3
-                && matches!(third, "numRecords" | "tightBounds")))
-}
-
-/// Decode the checkpoint's leaves in `leaves` into record batches.
-fn read_leaves(
-    bytes: Bytes,
-    leaves: Vec<usize>,
-    file: &str,
-) -> Result<Vec<arrow_array::RecordBatch>> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
-    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
-    builder
-        .with_projection(mask)
-        .with_batch_size(CHECKPOINT_BATCH_ROWS)
-        .build()
-        .map_err(|e| parquet_error(file, e))?
-        .map(|b| b.map_err(|e| parquet_error(file, e)))
-        .collect()
-}
-
-/// Decode checkpoint parquet: `add` rows stay columnar, other actions are parsed.
-/// `add.stats` (most of a checkpoint's bytes) is decoded on a second thread,
-/// in parallel with the other columns.
-pub fn parse_checkpoint_parquet(
-    bytes: Bytes,
-    file: &str,
-) -> Result<(Vec<AddColumns>, Vec<Action>)> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
-        .map_err(|e| parquet_error(file, e))?;
-    let (mut main, mut stats) = (Vec::new(), Vec::new());
-    for (i, c) in builder.parquet_schema().columns().iter().enumerate() {
-        let parts = c.path().parts();
-        if !wanted_leaf(parts) {
-            continue;
-        }
-        if parts.len() == 2
-            && parts.first().is_some_and(|p| p == "add")
-            && parts.get(1).is_some_and(|p| p == "stats")
-        {
-            stats.push(i);
-        } else {
-            main.push(i);
-        }
-    }
-    drop(builder);
-    let (main_batches, stats_batches) = std::thread::scope(|scope| {
-        let stats_bytes = bytes.clone();
-        let stats_job =
-            (!stats.is_empty()).then(|| scope.spawn(move || read_leaves(stats_bytes, stats, file)));
-        let main_batches = read_leaves(bytes, main, file);
-        let stats_batches = match stats_job {
-            Some(job) => job
-                .join()
-                .unwrap_or_else(|_| Err(parquet_error(file, "stats decoder thread panicked"))),
-            None => Ok(Vec::new()),
-        };
-        (main_batches, stats_batches)
-    });
-    let (main_batches, stats_batches) = (main_batches?, stats_batches?);
-    let mut adds = Vec::new();
-    let mut others = Vec::new();
-    for (k, batch) in main_batches.iter().enumerate() {
-        let split = split_batch(batch, file)?;
-        if let Some(mut a) = split.adds {
-            let column = stats_batches
-                .get(k)
-                .and_then(|b| b.column_by_name("add"))
-                .and_then(|a| a.as_struct_opt())
-                .and_then(|s| s.column_by_name("stats"))
-                .and_then(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).ok())
-                .map(|c| c.as_string::<i32>().clone());
-            if let Some(c) = &column {
-                if c.len() != a.len() {
-                    return Err(parquet_error(
-                        file,
-                        "stats column does not line up with add rows",
-                    ));
-                }
-            }
-            a.set_stats(column);
-            adds.push(a);
-        }
-        others.extend(split.others);
-    }
-    Ok((adds, others))
-}
-
-/// A checkpoint, read: its live-candidate add rows, its other actions, and
-/// how many actions it holds.
-struct CheckpointData {
-    adds: Vec<AddColumns>,
-    others: Vec<Action>,
-    count: u64,
 }
 
 impl Snapshot {
@@ -326,24 +200,12 @@ impl Snapshot {
         let mut checkpoint_adds = Vec::new();
         if let Some(data) = checkpoint? {
             if let (Some(h), Some(cv)) = (&hint, segment.checkpoint_version) {
-                if h.version == cv {
-                    if let Some(size) = h.size {
-                        if size != data.count {
-                            let name = segment
-                                .checkpoint
-                                .first()
-                                .map(LogFile::relative_path)
-                                .unwrap_or_else(|| LOG_DIR.to_string());
-                            return Err(Error::CorruptLog {
-                                file: name,
-                                detail: format!(
-                                    "_last_checkpoint says the checkpoint holds {size} actions, it holds {}",
-                                    data.count
-                                ),
-                            });
-                        }
-                    }
-                }
+                let name = segment
+                    .checkpoint
+                    .first()
+                    .map(LogFile::relative_path)
+                    .unwrap_or_else(|| LOG_DIR.to_string());
+                data.check_hint(h, cv, &name)?;
             }
             for adds in data.adds {
                 let live = replayer.checkpoint_live_rows(&adds);
@@ -385,6 +247,7 @@ impl Snapshot {
             checkpoint_adds,
             tombstones: result.tombstones,
             txns: result.txns,
+            domains: result.domains,
             timestamp,
         })
     }
@@ -469,6 +332,10 @@ impl Snapshot {
     }
     pub fn txns(&self) -> &HashMap<String, Txn> {
         &self.txns
+    }
+    /// Live `domainMetadata` by domain (removed domains are gone).
+    pub fn domain_metadata(&self) -> &HashMap<String, DomainMetadata> {
+        &self.domains
     }
     pub fn segment(&self) -> &LogSegment {
         &self.segment
@@ -747,7 +614,8 @@ fn commit_timestamp(actions: &[Action]) -> Option<i64> {
     })
 }
 
-/// Read a checkpoint (classic single/multi-part, or V2 with sidecars).
+/// Fetch a checkpoint (classic single/multi-part, or V2 with sidecars) and
+/// decode it on the blocking pool ([`checkpoint::read`] does the decoding).
 async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<CheckpointData> {
     let fetched: Vec<(String, Bytes)> =
         futures::future::try_join_all(files.iter().map(|f| async move {
@@ -756,42 +624,23 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
-    let mut data = CheckpointData {
-        adds: Vec::new(),
-        others: Vec::new(),
-        count: 0,
-    };
-    let mut sidecars = Vec::new();
+    let mut data = CheckpointData::default();
     for ((name, bytes), f) in fetched.into_iter().zip(files) {
-        let (adds, others) = if f.is_json_checkpoint() {
-            (Vec::new(), actions::parse_commit(&bytes, &name)?)
-        } else {
-            parse_parquet_blocking(bytes, name.clone()).await?
-        };
-        for a in &others {
-            if let Action::Sidecar(s) = a {
-                sidecars.push(s.path.clone());
-            }
-        }
+        let (adds, others) = decode_blocking(bytes, name, f.is_json_checkpoint()).await?;
         data.absorb(adds, others);
     }
+    let sidecars = data.sidecars();
     let fetched: Vec<(String, Bytes)> =
         futures::future::try_join_all(sidecars.iter().map(|p| async move {
-            let rel = normalize_path(p);
-            let name = if rel.contains('/') || rel.contains(':') {
-                rel
-            } else {
-                sidecar_path(&rel)?
-            };
-            let path = store.resolve(&name)?;
-            let bytes = store.get(&path).await?;
+            let name = checkpoint::sidecar_location(p)?;
+            let bytes = store.get(&store.resolve(&name)?).await?;
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
     let parsed = futures::future::try_join_all(
         fetched
             .into_iter()
-            .map(|(name, bytes)| parse_parquet_blocking(bytes, name)),
+            .map(|(name, bytes)| decode_blocking(bytes, name, false)),
     )
     .await?;
     for (adds, others) in parsed {
@@ -800,27 +649,10 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
     Ok(data)
 }
 
-/// `_delta_log/_sidecars/<name>` for a sidecar named by its file name.
-fn sidecar_path(name: &str) -> Result<String> {
-    LogPath::sidecar(name)
-        .map(|p| p.relative_path())
-        .ok_or_else(|| Error::CorruptLog {
-            file: format!("{LOG_DIR}/{}", crate::log::path::SIDECAR_DIR),
-            detail: format!("a checkpoint names the sidecar {name:?}, which is not a file name"),
-        })
-}
-
-async fn parse_parquet_blocking(
+async fn decode_blocking(
     bytes: Bytes,
     name: String,
+    json: bool,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
-    crate::io::spawn_blocking(move || parse_checkpoint_parquet(bytes, &name)).await?
-}
-
-impl CheckpointData {
-    fn absorb(&mut self, adds: Vec<AddColumns>, others: Vec<Action>) {
-        self.count += others.len() as u64 + adds.iter().map(|a| a.num_adds() as u64).sum::<u64>();
-        self.adds.extend(adds);
-        self.others.extend(others);
-    }
+    crate::io::spawn_blocking(move || checkpoint::decode(bytes, &name, json)).await?
 }

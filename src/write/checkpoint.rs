@@ -1,7 +1,12 @@
-//! Classic single-file checkpoints (`<version>.checkpoint.parquet` plus
-//! `_last_checkpoint`), written every `delta.checkpointInterval` commits, with
-//! the DV descriptors and stats (as JSON strings) of every live file, in the
-//! column layout Delta Spark reads.
+//! Checkpoints written every `delta.checkpointInterval` commits, plus
+//! `_last_checkpoint`: classic single-file ones
+//! (`<version>.checkpoint.parquet`, in the column layout Delta Spark reads),
+//! or on tables with the `v2Checkpoint` feature a V2 checkpoint as one JSON
+//! file (`<version>.checkpoint.<uuid>.json`, `checkpointMetadata` first, no
+//! sidecars). Both hold the protocol, metadata, app txns, live domain
+//! metadata, every live file with its DV descriptor and stats, and, like
+//! Delta Spark, the `remove` tombstones younger than
+//! `delta.deletedFileRetentionDuration` (default one week).
 
 use std::sync::Arc;
 
@@ -11,8 +16,10 @@ use parquet::arrow::ArrowWriter;
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::log::actions::Action;
-use crate::log::path::LogPath;
+use crate::log::actions::{Action, CheckpointMetadata};
+use crate::log::features;
+use crate::log::interval;
+use crate::log::path::{CheckpointFormat, LogPath};
 use crate::table::snapshot::Snapshot;
 
 /// `delta.checkpointInterval` when unset.
@@ -106,12 +113,18 @@ pub fn checkpoint_schema() -> SchemaRef {
         nullable("readerFeatures", string_list()),
         nullable("writerFeatures", string_list()),
     ]));
+    let domain_metadata = DataType::Struct(Fields::from(vec![
+        nullable("domain", string()),
+        nullable("configuration", string()),
+        nullable("removed", DataType::Boolean),
+    ]));
     Arc::new(Schema::new(vec![
         nullable("txn", txn),
         nullable("add", add),
         nullable("remove", remove),
         nullable("metaData", metadata),
         nullable("protocol", protocol),
+        nullable("domainMetadata", domain_metadata),
     ]))
 }
 
@@ -122,16 +135,25 @@ fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// The checkpoint of `snapshot` as parquet bytes, and its number of actions
-/// and of add actions.
-pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
-    let version = snapshot.version();
+/// The actions of `snapshot`'s checkpoint as of `now_ms` as JSON lines
+/// (protocol, metadata, txns, domain metadata, adds, tombstones), and the
+/// number of adds. Tombstones deleted at or before
+/// `now_ms - delta.deletedFileRetentionDuration` are expired and left out (a
+/// `remove` without `deletionTimestamp` counts as deleted at 0).
+fn checkpoint_lines(snapshot: &Snapshot, now_ms: i64) -> Result<(Vec<String>, u64)> {
+    let retention = interval::deleted_file_retention_ms(snapshot.metadata())?;
+    let min_retained = now_ms.saturating_sub(retention);
     let mut lines: Vec<String> = vec![
         Action::Protocol(snapshot.protocol().clone()).to_json_line()?,
         Action::Metadata(snapshot.metadata().clone()).to_json_line()?,
     ];
     for txn in snapshot.txns().values() {
         lines.push(Action::Txn(txn.clone()).to_json_line()?);
+    }
+    let mut domains: Vec<_> = snapshot.domain_metadata().values().collect();
+    domains.sort_by(|a, b| a.domain.cmp(&b.domain));
+    for d in domains {
+        lines.push(Action::DomainMetadata(d.clone()).to_json_line()?);
     }
     let files = snapshot.files()?;
     let num_adds = files.len() as u64;
@@ -141,13 +163,30 @@ pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
         add.data_change = false;
         lines.push(Action::Add(Box::new(add)).to_json_line()?);
     }
-    for r in snapshot.tombstones() {
+    for r in snapshot
+        .tombstones()
+        .iter()
+        .filter(|r| r.deletion_timestamp.unwrap_or(0) > min_retained)
+    {
         let mut r = r.clone();
         r.data_change = false;
         r.stats = None;
         r.tags = None;
         lines.push(Action::Remove(Box::new(r)).to_json_line()?);
     }
+    Ok((lines, num_adds))
+}
+
+/// The checkpoint of `snapshot` as parquet bytes, and its number of actions
+/// and of add actions.
+pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
+    encode_at(snapshot, super::now_ms())
+}
+
+/// [`encode`] as of `now_ms` (which tombstones are expired).
+pub fn encode_at(snapshot: &Snapshot, now_ms: i64) -> Result<(Bytes, u64, u64)> {
+    let version = snapshot.version();
+    let (lines, num_adds) = checkpoint_lines(snapshot, now_ms)?;
     let schema = checkpoint_schema();
     let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
         .with_batch_size(8192)
@@ -174,18 +213,47 @@ pub fn encode(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
     Ok((Bytes::from(out), lines.len() as u64, num_adds))
 }
 
-/// Write the checkpoint of `snapshot` and point `_last_checkpoint` at it.
+/// The V2 checkpoint of `snapshot` as one JSON top file (no sidecars):
+/// `checkpointMetadata` first, then the actions of a classic checkpoint.
+/// Returns the bytes and the number of actions (checkpointMetadata included)
+/// and of add actions.
+pub fn encode_v2_json(snapshot: &Snapshot) -> Result<(Bytes, u64, u64)> {
+    let version = i64::try_from(snapshot.version())
+        .map_err(|_| Error::Internal(format!("version {} too large", snapshot.version())))?;
+    let (lines, num_adds) = checkpoint_lines(snapshot, super::now_ms())?;
+    let mut text = Action::CheckpointMetadata(CheckpointMetadata { version }).to_json_line()?;
+    text.push('\n');
+    for line in &lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    Ok((Bytes::from(text), lines.len() as u64 + 1, num_adds))
+}
+
+/// Whether checkpoints of this table must follow the V2 spec (the
+/// `v2Checkpoint` feature is supported).
+pub fn needs_v2(snapshot: &Snapshot) -> bool {
+    features::is_supported(snapshot.protocol(), "v2Checkpoint")
+}
+
+/// Write the checkpoint of `snapshot` and point `_last_checkpoint` at it: a
+/// classic parquet checkpoint, or on a `v2Checkpoint` table a V2 checkpoint
+/// (`<version>.checkpoint.<uuid>.json`).
 pub async fn write(snapshot: &Snapshot) -> Result<()> {
     let store = snapshot.store();
     let version = snapshot.version();
-    let (bytes, size, num_adds) = encode(snapshot)?;
+    let (path, (bytes, size, num_adds)) = if needs_v2(snapshot) {
+        let id = uuid::Uuid::new_v4().hyphenated().to_string();
+        let path = LogPath::v2_checkpoint(version, &id, CheckpointFormat::Json)
+            .ok_or_else(|| Error::Internal(format!("bad checkpoint id {id}")))?;
+        (path, encode_v2_json(snapshot)?)
+    } else {
+        (LogPath::checkpoint(version), encode(snapshot)?)
+    };
     let size_in_bytes = bytes.len();
-    store
-        .put(
-            &store.path(&LogPath::checkpoint(version).relative_path()),
-            bytes,
-        )
-        .await?;
+    // A checkpoint name is new for a V2 checkpoint (uuid) and deterministic
+    // for a classic one (rewriting it with the same content is harmless).
+    store.put(&store.path(&path.relative_path()), bytes).await?;
     let last = json!({
         "version": version,
         "size": size,
@@ -201,20 +269,13 @@ pub async fn write(snapshot: &Snapshot) -> Result<()> {
 }
 
 /// Whether a commit of `version` on a table like `snapshot` should be
-/// followed by a checkpoint (`delta.checkpointInterval`, default 10; never
-/// for tables with v2 checkpoints, which need a format we do not write).
+/// followed by a checkpoint (`delta.checkpointInterval`, default 10).
 pub fn due(snapshot: &Snapshot, version: u64) -> bool {
-    let v2 = snapshot
-        .protocol()
-        .writer_features
-        .iter()
-        .flatten()
-        .any(|f| f == "v2Checkpoint");
     let interval = snapshot
         .metadata()
         .property("delta.checkpointInterval")
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|v| *v > 0)
         .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
-    !v2 && version > 0 && version.is_multiple_of(interval)
+    version > 0 && version.is_multiple_of(interval)
 }

@@ -1,19 +1,19 @@
 //! Creating a table (version 0 from data files already written) and enabling
 //! deletion vectors on an existing table. The protocol comes from
-//! [`crate::log::features`]; the commit is created with put-if-absent, so a
-//! concurrent creator or writer makes this a [`Error::Conflict`] with nothing
-//! committed.
+//! [`crate::log::features`]; the commit is a [`Transaction`], created with
+//! put-if-absent, so a concurrent creator or writer makes this a
+//! [`Error::Conflict`] with nothing committed.
 
 use std::collections::HashMap;
 
-use serde_json::json;
+use serde_json::{json, Map};
 
-use super::commit::{conflict, try_commit};
-use super::{now_ms, ENGINE_INFO};
+use super::now_ms;
+use super::transaction::{FixedActions, Transaction};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Format, Metadata, RecordCount};
-use crate::log::features::{self, ENABLE_DELETION_VECTORS};
+use crate::log::features::{self, ENABLE_DELETION_VECTORS, ENABLE_ROW_TRACKING};
 use crate::log::schema::StructType;
 use crate::table::snapshot::Snapshot;
 
@@ -52,6 +52,11 @@ pub async fn create_table(
             .entry(ENABLE_DELETION_VECTORS.to_string())
             .or_insert_with(|| Some("true".to_string()));
     }
+    if features::configured_true(&configuration, ENABLE_ROW_TRACKING) {
+        for (k, v) in features::row_tracking_properties() {
+            configuration.entry(k).or_insert(Some(v));
+        }
+    }
     let now = now_ms();
     let mut rows: i64 = 0;
     for add in &adds {
@@ -73,35 +78,32 @@ pub async fn create_table(
         configuration,
         created_time: Some(now),
     };
-    let protocol = features::new_table_protocol(schema, options.enable_deletion_vectors);
-    let info = json!({
-        "timestamp": now,
-        "operation": "CREATE TABLE AS SELECT",
-        "operationParameters": {
-            "partitionBy": serde_json::to_string(&options.partition_by).unwrap_or_default(),
-        },
-        "isolationLevel": "Serializable",
-        "isBlindAppend": true,
-        "operationMetrics": {
-            "numFiles": adds.len().to_string(),
-            "numOutputRows": rows.to_string(),
-        },
-        "engineInfo": ENGINE_INFO,
-        "txnId": uuid::Uuid::new_v4().to_string(),
-    });
-    let mut actions = vec![
-        Action::CommitInfo(info),
-        Action::Protocol(protocol),
-        Action::Metadata(metadata),
-    ];
-    actions.extend(adds.into_iter().map(|a| Action::Add(Box::new(a))));
-    if !try_commit(store, 0, &actions).await? {
-        return Err(conflict(
-            0,
-            format!("a Delta table was created at {} meanwhile", store.url()),
-        ));
-    }
-    Ok(0)
+    let protocol = features::new_table_protocol(
+        schema,
+        options.enable_deletion_vectors,
+        &metadata.configuration,
+    );
+    features::check_append(&protocol, &metadata, schema)?;
+    let mut parameters = Map::new();
+    parameters.insert(
+        "partitionBy".into(),
+        json!(serde_json::to_string(&options.partition_by).unwrap_or_default()),
+    );
+    let mut metrics = Map::new();
+    metrics.insert("numFiles".into(), json!(adds.len().to_string()));
+    metrics.insert("numOutputRows".into(), json!(rows.to_string()));
+    let mut changes = FixedActions {
+        actions: adds.into_iter().map(|a| Action::Add(Box::new(a))).collect(),
+        metrics,
+    };
+    let outcome = Transaction::create(store.clone(), protocol, metadata, "CREATE TABLE AS SELECT")
+        .with_parameters(parameters)
+        .blind_append()
+        .commit(&mut changes)
+        .await?;
+    outcome
+        .version
+        .ok_or_else(|| Error::Internal("table creation committed nothing".into()))
 }
 
 /// Turn deletion vectors on: the protocol gains the deletionVectors feature
@@ -121,29 +123,27 @@ pub async fn enable_deletion_vectors(snapshot: &Snapshot) -> Result<u64> {
         ENABLE_DELETION_VECTORS.to_string(),
         Some("true".to_string()),
     );
-    let version = snapshot.version() + 1;
-    let info = json!({
-        "timestamp": now_ms(),
-        "operation": "SET TBLPROPERTIES",
-        "operationParameters": {
-            "properties": json!({ENABLE_DELETION_VECTORS: "true"}).to_string(),
-        },
-        "readVersion": snapshot.version(),
-        "isolationLevel": "Serializable",
-        "isBlindAppend": false,
-        "engineInfo": ENGINE_INFO,
-        "txnId": uuid::Uuid::new_v4().to_string(),
-    });
-    let mut actions = vec![Action::CommitInfo(info)];
+    let mut parameters = Map::new();
+    parameters.insert(
+        "properties".into(),
+        json!(json!({ENABLE_DELETION_VECTORS: "true"}).to_string()),
+    );
+    let mut txn = Transaction::new(snapshot, "SET TBLPROPERTIES")?
+        .with_parameters(parameters)
+        .with_metadata(new_metadata)
+        // Like any metadata change, enabling conflicts with a concurrent
+        // commit: the caller reloads and enables again.
+        .with_max_attempts(1);
     if let Some(p) = upgraded {
-        actions.push(Action::Protocol(p));
+        txn = txn.with_protocol(p);
     }
-    actions.push(Action::Metadata(new_metadata));
-    if !try_commit(snapshot.store(), version, &actions).await? {
-        return Err(conflict(
-            version,
-            "a concurrent commit took this version; reload and enable again",
-        ));
-    }
-    Ok(version)
+    let outcome = txn
+        .commit(&mut FixedActions {
+            actions: Vec::new(),
+            metrics: Map::new(),
+        })
+        .await?;
+    outcome
+        .version
+        .ok_or_else(|| Error::Internal("enabling deletion vectors committed nothing".into()))
 }

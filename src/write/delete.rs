@@ -16,11 +16,10 @@ use std::time::Instant;
 use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
-use super::commit::{conflict, read_commit, try_commit};
-use super::conflict::{
-    self, Decision, FileChange, IsolationLevel, ReadSet, TxnContext, WinningCommit,
-};
+use super::commit::conflict;
+use super::conflict::{self, FileChange, ReadSet};
 pub use super::metrics::DeleteMetrics;
+use super::transaction::Transaction;
 use super::{fail_point, now_ms};
 use crate::error::{Error, Result};
 use crate::format::bitmap;
@@ -318,137 +317,135 @@ async fn delete_rows_of(
     commit_targets(snapshot, targets, options, dvs, started).await
 }
 
-/// Commit the targets (`dvs`: write DVs, else rewrite files), retrying and
-/// rebasing over concurrent commits.
+/// A DELETE's changes, as the transaction sees them: the targets, and their
+/// remove/add actions prepared for the current bases (rebuilt, with a new DV
+/// file, only after a rebase).
+struct DeleteChanges<'o> {
+    targets: BTreeMap<String, Target>,
+    options: &'o DeleteOptions,
+    /// Write DVs (else rewrite files: copy-on-write).
+    dvs: bool,
+    prepared: Option<(Vec<Action>, DeleteMetrics)>,
+    started: Instant,
+}
+
+impl DeleteChanges<'_> {
+    fn metrics(&self) -> DeleteMetrics {
+        let mut m = self
+            .prepared
+            .as_ref()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        m.execution_time_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        m
+    }
+}
+
+impl super::transaction::Changes for DeleteChanges<'_> {
+    async fn actions(&mut self, store: &TableStore) -> Result<Vec<Action>> {
+        if self.prepared.is_none() {
+            self.prepared = Some(if self.dvs {
+                prepare(store, &self.targets, self.options).await?
+            } else {
+                super::cow::prepare(store, &targets_view(&self.targets)).await?
+            });
+        }
+        Ok(self
+            .prepared
+            .as_ref()
+            .map(|(a, _)| a.clone())
+            .unwrap_or_default())
+    }
+
+    fn metrics(&self) -> Map<String, Value> {
+        match DeleteChanges::metrics(self).to_json() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    fn reads(&self) -> (ReadSet, BTreeMap<String, FileChange>) {
+        // The files this DELETE read are the ones it changes (files ruled out
+        // by partitions or stats hold no matching row).
+        (
+            ReadSet::Files(self.targets.keys().cloned().collect()),
+            self.targets
+                .iter()
+                .map(|(k, t)| (k.clone(), FileChange::DeleteRows(t.rows.clone())))
+                .collect(),
+        )
+    }
+
+    /// Rebase targets whose DV the winner replaced: their rows are checked
+    /// against the winner's DVs and unioned onto the winner's new one.
+    async fn rebase(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        files: Vec<conflict::RebaseFile>,
+    ) -> Result<()> {
+        for f in files {
+            let Some(t) = self.targets.get_mut(&f.path) else {
+                return Err(Error::Internal(format!(
+                    "conflict checker rebased {}, which this DELETE does not change",
+                    f.path
+                )));
+            };
+            // The winner's old DV is normally our base: reuse it.
+            let ours = t.add.deletion_vector.as_ref().map(|d| d.unique_id());
+            let old = match &f.winner_remove.deletion_vector {
+                Some(d) if Some(d.unique_id()) == ours => t.base_dv.clone(),
+                Some(d) => dv::load_one(store, d).await?,
+                None => RoaringTreemap::new(),
+            };
+            let new = match &f.winner_add.deletion_vector {
+                Some(d) => dv::load_one(store, d).await?,
+                None => RoaringTreemap::new(),
+            };
+            f.check_rows(version, &old, &new, &t.rows)?;
+            t.base_dv = new;
+            t.add = f.winner_add;
+            t.ready = None;
+        }
+        self.prepared = None;
+        Ok(())
+    }
+}
+
+/// Commit the targets (`dvs`: write DVs, else rewrite files) in one
+/// transaction, which retries and rebases over concurrent commits.
 async fn commit_targets(
     snapshot: &Snapshot,
-    mut targets: BTreeMap<String, Target>,
+    targets: BTreeMap<String, Target>,
     options: &DeleteOptions,
     dvs: bool,
     started: Instant,
 ) -> Result<DeleteMetrics> {
-    let store = snapshot.store();
-    let isolation = IsolationLevel::from_configuration(&snapshot.metadata().configuration)?;
-    let mut read_version = snapshot.version();
-    let mut metrics = DeleteMetrics::default();
-    let mut attempt = 0u32;
-    // Actions for the current bases; rebuilt (new DV file) only after a rebase.
-    let mut prepared: Option<(Vec<Action>, DeleteMetrics)> = None;
-    loop {
-        attempt += 1;
-        if prepared.is_none() {
-            prepared = Some(if dvs {
-                prepare(store, &targets, options).await?
-            } else {
-                super::cow::prepare(store, &targets_view(&targets)).await?
-            });
-        }
-        let Some((file_actions, m)) = prepared.as_ref() else {
-            continue;
-        };
-        if file_actions.is_empty() {
-            let mut m = m.clone();
-            m.attempts = attempt;
-            m.rebases = metrics.rebases;
-            return Ok(m);
-        }
-        let version = read_version + 1;
-        let mut m = m.clone();
-        m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut actions = vec![Action::CommitInfo(commit_info(
-            read_version,
-            &m,
-            options,
-            isolation,
-        ))];
-        actions.extend(file_actions.iter().cloned());
-        if try_commit(store, version, &actions).await? {
-            fail_point("after_commit")?;
-            m.version = Some(version);
-            m.attempts = attempt;
-            m.rebases = metrics.rebases;
-            if super::checkpoint::due(snapshot, version) {
-                let written = async {
-                    let s = Snapshot::load(store.clone(), Some(version)).await?;
-                    super::checkpoint::write(&s).await
-                }
-                .await;
-                match written {
-                    Ok(()) => m.checkpointed = true,
-                    Err(e) => m.checkpoint_error = Some(e.to_string()),
-                }
-            }
-            return Ok(m);
-        }
-        // Lost the race for `version`: see what the winner did.
-        let winner = read_commit(store, version).await?;
-        let rebased = check_and_rebase(store, version, &winner, &mut targets, isolation).await?;
-        if rebased {
-            metrics.rebases += 1;
-            prepared = None;
-        }
-        read_version = version;
-        if attempt >= options.max_attempts {
-            return Err(conflict(
-                version,
-                format!("gave up after {attempt} attempts (table too busy)"),
-            ));
-        }
-    }
-}
-
-/// Check a winning commit against our targets with the conflict checker
-/// ([`super::conflict`]); rebase targets whose DV the winner replaced (their
-/// rows re-checked once the winner's DVs are loaded). `Ok(true)` if any
-/// target changed.
-async fn check_and_rebase(
-    store: &TableStore,
-    version: u64,
-    winner: &[Action],
-    targets: &mut BTreeMap<String, Target>,
-    isolation: IsolationLevel,
-) -> Result<bool> {
-    let txn = TxnContext {
-        isolation,
-        read_version: version.saturating_sub(1),
-        // The files this DELETE read are the ones it changes (files ruled out
-        // by partitions or stats hold no matching row).
-        reads: ReadSet::Files(targets.keys().cloned().collect()),
-        changes: targets
-            .iter()
-            .map(|(k, t)| (k.clone(), FileChange::DeleteRows(t.rows.clone())))
-            .collect(),
-        ..TxnContext::default()
+    let predicate = options
+        .predicate
+        .clone()
+        .map_or_else(|| "[]".to_string(), |p| json!([p]).to_string());
+    let mut parameters = Map::new();
+    parameters.insert("predicate".into(), Value::String(predicate));
+    let txn = Transaction::new(snapshot, "DELETE")?
+        .with_parameters(parameters)
+        .with_max_attempts(options.max_attempts)
+        .with_engine_info(options.engine_info.clone());
+    let mut changes = DeleteChanges {
+        targets,
+        options,
+        dvs,
+        prepared: None,
+        started,
     };
-    let files = match conflict::check(&txn, &WinningCommit::from_actions(version, winner)) {
-        Decision::Proceed => return Ok(false),
-        Decision::Conflict(reason) => return Err(reason.into_error()),
-        Decision::Rebase { files } => files,
-    };
-    for f in files {
-        let Some(t) = targets.get_mut(&f.path) else {
-            return Err(Error::Internal(format!(
-                "conflict checker rebased {}, which this DELETE does not change",
-                f.path
-            )));
-        };
-        // The winner's old DV is normally our base: reuse it.
-        let ours = t.add.deletion_vector.as_ref().map(|d| d.unique_id());
-        let old = match &f.winner_remove.deletion_vector {
-            Some(d) if Some(d.unique_id()) == ours => t.base_dv.clone(),
-            Some(d) => dv::load_one(store, d).await?,
-            None => RoaringTreemap::new(),
-        };
-        let new = match &f.winner_add.deletion_vector {
-            Some(d) => dv::load_one(store, d).await?,
-            None => RoaringTreemap::new(),
-        };
-        f.check_rows(version, &old, &new, &t.rows)?;
-        t.base_dv = new;
-        t.add = f.winner_add;
-        t.ready = None;
-    }
-    Ok(true)
+    let outcome = txn.commit(&mut changes).await?;
+    let mut m = changes.metrics();
+    m.version = outcome.version;
+    m.attempts = outcome.attempts;
+    m.rebases = outcome.rebases;
+    m.checkpointed = outcome.checkpointed;
+    m.checkpoint_error = outcome.checkpoint_error;
+    Ok(m)
 }
 
 /// Each target's change, with the new DVs written: descriptors of `NewDv`
@@ -573,29 +570,6 @@ fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
     add.stats = Some(wide_stats(t.add.stats.as_deref(), t.num_records));
     add.deletion_vector = Some(descriptor);
     add
-}
-
-fn commit_info(
-    read_version: u64,
-    m: &DeleteMetrics,
-    options: &DeleteOptions,
-    isolation: IsolationLevel,
-) -> Value {
-    let predicate = options
-        .predicate
-        .clone()
-        .map_or_else(|| "[]".to_string(), |p| json!([p]).to_string());
-    json!({
-        "timestamp": now_ms(),
-        "operation": "DELETE",
-        "operationParameters": {"predicate": predicate},
-        "readVersion": read_version,
-        "isolationLevel": isolation.as_str(),
-        "isBlindAppend": false,
-        "operationMetrics": m.to_json(),
-        "engineInfo": options.engine_info,
-        "txnId": uuid::Uuid::new_v4().to_string(),
-    })
 }
 
 /// Files read at once when a delete looks for matching rows.

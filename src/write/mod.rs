@@ -20,6 +20,7 @@ pub mod data;
 pub mod delete;
 pub mod files;
 pub mod metrics;
+pub mod transaction;
 
 use crate::error::{Error, Result};
 

@@ -6,12 +6,19 @@
     clippy::indexing_slicing
 )]
 
+mod checkpoint_roundtrip;
 mod common;
 mod corrupt;
+mod dv_loading;
+mod fixture;
 mod golden_dvs;
 mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
+mod layering;
 mod properties;
+mod scan_edges;
 mod scan_row_index;
+mod snapshot_edges;
+mod store_edges;
 mod stores;

@@ -57,9 +57,6 @@ pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 /// The largest decimal precision Delta (and Arrow's `Decimal128`) allows.
 pub const MAX_DECIMAL_PRECISION: u8 = 38;
 
-/// Microseconds per day.
-const MICROS_PER_DAY: i64 = 86_400_000_000;
-
 /// A Delta data type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DataType {

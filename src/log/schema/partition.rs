@@ -1,6 +1,9 @@
 //! Partition values: the strings of `add.partitionValues` parsed into typed
 //! Arrow arrays (exact decimals, dates, timestamps with zones).
 
+use chrono::format::{self, Fixed, Item, Numeric, Pad, Parsed, StrftimeItems};
+use chrono::{NaiveDateTime, Timelike};
+
 use super::*;
 
 // ---------------------------------------------------------------------------
@@ -55,17 +58,88 @@ pub(crate) fn parse_decimal_value(s: &str, precision: u8, scale: i8) -> Option<i
     Some(if negative { -unscaled } else { unscaled })
 }
 
-/// `YYYY-MM-DD` (month and day may have one digit) as a date.
-pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
-    let mut parts = s.splitn(3, '-');
-    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits = |p: &str, min: usize, max: usize| {
-        (min..=max).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit())
-    };
-    if !digits(y, 4, 6) || !digits(m, 1, 2) || !digits(d, 1, 2) {
-        return None;
+// Dates and timestamps are parsed by chrono, in the formats of Delta's
+// "Partition Value Serialization" (PROTOCOL.md):
+//
+//   date         YYYY-MM-DD
+//   timestamp    YYYY-MM-DD HH:MM:SS[.f]            (UTC, or the writer's zone)
+//                YYYY-MM-DDTHH:MM:SS[.f](Z|±HH:MM)  (ISO 8601, Delta Spark 3.3+)
+//   timestamp_ntz YYYY-MM-DD HH:MM:SS[.f]
+//
+// Month, day, hour, minute and second may have one digit; the year has four
+// digits, or a sign and 4-6 digits (`+10000-01-01`, `-0001-01-01`, as Java
+// prints years outside 0000-9999); `T` may be `t` or a space; the fraction has
+// 1-9 digits, zero below the microsecond; the zone is `Z`, `±HH`, `±HHMM` or
+// `±HH:MM`, at most 18 hours (Java's `ZoneOffset` range).
+//
+// chrono is more lenient than that in a few places, which are refused before
+// or after it runs: it skips whitespace before every number and offset, reads
+// 1-3 digit years, drops fraction digits past the ninth, takes second 60 as a
+// leap second, and allows repeated colons or a Unicode minus in offsets.
+
+/// `YYYY-MM-DD`.
+const DATE_ITEMS: &[Item<'static>] = &[
+    Item::Numeric(Numeric::Year, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Month, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Day, Pad::Zero),
+];
+
+/// `HH:MM:SS[.fffffffff]`.
+const TIME_ITEMS: &[Item<'static>] = &[
+    Item::Numeric(Numeric::Hour, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Minute, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Second, Pad::Zero),
+    Item::Fixed(Fixed::Nanosecond),
+];
+
+/// `Z`, `±HH`, `±HHMM` or `±HH:MM` (chrono's permissive offset, `%#z`).
+const ZONE_FORMAT: &str = "%#z";
+
+/// The largest zone offset Java (and so Delta Spark) accepts: ±18:00.
+const MAX_OFFSET_SECONDS: i32 = 18 * 3600;
+
+/// Digits of a fraction of a second chrono reads without dropping any.
+const MAX_FRACTION_DIGITS: usize = 9;
+
+const NANOS_PER_MICRO: u32 = 1_000;
+const NANOS_PER_SECOND: u32 = 1_000_000_000;
+const MICROS_PER_SECOND: i64 = 1_000_000;
+
+/// ASCII without whitespace (chrono would skip whitespace before numbers).
+fn plain(s: &str) -> bool {
+    s.is_ascii() && !s.bytes().any(|b| b.is_ascii_whitespace())
+}
+
+/// Four year digits, or a sign and four to six.
+fn year_width_ok(s: &str) -> bool {
+    let signed = s.starts_with(['+', '-']);
+    let digits = s
+        .bytes()
+        .skip(usize::from(signed))
+        .take_while(u8::is_ascii_digit)
+        .count();
+    if signed {
+        (4..=6).contains(&digits)
+    } else {
+        digits == 4
     }
-    NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
+}
+
+/// A date (`YYYY-MM-DD`) into `parsed`.
+fn parse_date_into(parsed: &mut Parsed, s: &str) -> Option<()> {
+    (plain(s) && year_width_ok(s)).then_some(())?;
+    format::parse(parsed, s, DATE_ITEMS.iter()).ok()
+}
+
+/// `YYYY-MM-DD` as a date.
+pub(crate) fn parse_date(s: &str) -> Option<NaiveDate> {
+    let mut parsed = Parsed::new();
+    parse_date_into(&mut parsed, s)?;
+    parsed.to_naive_date().ok()
 }
 
 pub(crate) fn epoch_days(date: NaiveDate) -> Option<i64> {
@@ -73,89 +147,52 @@ pub(crate) fn epoch_days(date: NaiveDate) -> Option<i64> {
     Some(date.signed_duration_since(epoch).num_days())
 }
 
-/// `H:M:S[.f]` as microseconds since midnight. Up to 9 fraction digits are
-/// accepted, but digits below the microsecond must be zero.
-fn parse_time_micros(s: &str) -> Option<i64> {
-    let (hms, frac) = s.split_once('.').unwrap_or((s, ""));
-    let mut parts = hms.splitn(3, ':');
-    let (h, m, sec) = (parts.next()?, parts.next()?, parts.next()?);
-    let two = |p: &str| (1..=2).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit());
-    if !two(h) || !two(m) || !two(sec) {
+/// A zone suffix (`Z`, `±HH`, `±HHMM`, `±HH:MM`) as seconds east of UTC.
+fn parse_zone_seconds(zone: &str) -> Option<i32> {
+    let well_formed =
+        plain(zone) && zone.bytes().filter(|b| *b == b':').count() <= 1 && !zone.ends_with(':');
+    if !well_formed {
         return None;
     }
-    let (h, m, sec): (i64, i64, i64) = (h.parse().ok()?, m.parse().ok()?, sec.parse().ok()?);
-    if h > 23 || m > 59 || sec > 59 {
-        return None;
-    }
-    let micros = if frac.is_empty() && !s.contains('.') {
-        0
-    } else {
-        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let (micro_digits, rest) = frac.split_at(frac.len().min(6));
-        if rest.bytes().any(|b| b != b'0') {
-            return None; // sub-microsecond precision cannot be represented
-        }
-        let scale = 10_i64.pow(u32::try_from(6 - micro_digits.len()).ok()?);
-        micro_digits.parse::<i64>().ok()? * scale
-    };
-    Some(((h * 60 + m) * 60 + sec) * 1_000_000 + micros)
+    let mut parsed = Parsed::new();
+    format::parse(&mut parsed, zone, StrftimeItems::new(ZONE_FORMAT)).ok()?;
+    parsed
+        .offset()
+        .filter(|o| o.unsigned_abs() <= MAX_OFFSET_SECONDS.unsigned_abs())
 }
 
-/// A zone suffix (`Z`, `+HH:MM`, `+HHMM`, `+HH`, or the same with `-`) as
-/// seconds east of UTC.
-fn parse_offset_seconds(zone: &str) -> Option<i64> {
-    if zone.eq_ignore_ascii_case("z") {
-        return Some(0);
-    }
-    let (sign, rest) = if let Some(r) = zone.strip_prefix('+') {
-        (1, r)
-    } else if let Some(r) = zone.strip_prefix('-') {
-        (-1, r)
-    } else {
-        return None;
-    };
-    let (h, m) = match (rest.len(), rest.split_once(':')) {
-        (_, Some((h, m))) => (h, m),
-        // Four bytes are not necessarily four characters: split on a boundary.
-        (4, None) => rest.split_at_checked(2)?,
-        (2, None) => (rest, "00"),
-        _ => return None,
-    };
-    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    if h > 18 || m > 59 {
-        return None;
-    }
-    Some(sign * (h * 3600 + m * 60))
-}
-
-/// A partition timestamp as microseconds since the epoch. Accepts
-/// `YYYY-MM-DD HH:MM:SS[.ffffff]` and the same with `T` as separator; with
-/// `zoned`, an optional zone suffix (`Z` or an offset) is applied, and a value
-/// without zone is taken as UTC. Without `zoned` (timestamp_ntz) a zone suffix is
-/// rejected.
+/// A partition timestamp as microseconds since the epoch (formats above).
+/// With `zoned`, an optional zone suffix is applied and a value without one is
+/// taken as UTC; without `zoned` (timestamp_ntz) a zone suffix is refused.
 pub(crate) fn parse_timestamp_micros(s: &str, zoned: bool) -> Option<i64> {
     let sep = s.find([' ', 'T', 't'])?;
     let (date, rest) = s.split_at(sep);
     let rest = rest.get(1..)?;
-    let days = epoch_days(parse_date(date)?)?;
-    // The time part never contains '+', '-' or 'Z', so the first such char starts the zone.
-    let (time, offset) = match rest.find(['+', '-', 'Z', 'z']) {
-        Some(i) if zoned => {
-            let (time, zone) = rest.split_at(i);
-            (time, parse_offset_seconds(zone)?)
-        }
-        Some(_) => return None,
-        None => (rest, 0),
+    let fraction_digits = rest
+        .split_once('.')
+        .map_or(0, |(_, f)| f.bytes().take_while(u8::is_ascii_digit).count());
+    if !plain(rest) || fraction_digits > MAX_FRACTION_DIGITS {
+        return None;
+    }
+    let mut parsed = Parsed::new();
+    parse_date_into(&mut parsed, date)?;
+    let zone = format::parse_and_remainder(&mut parsed, rest, TIME_ITEMS.iter()).ok()?;
+    let offset = match zone {
+        "" => 0,
+        zone if zoned => parse_zone_seconds(zone)?,
+        _ => return None,
     };
-    let micros = days
-        .checked_mul(MICROS_PER_DAY)?
-        .checked_add(parse_time_micros(time)?)?;
-    micros.checked_sub(offset.checked_mul(1_000_000)?)
+    let time = parsed.to_naive_time().ok()?;
+    let nanos = time.nanosecond();
+    // A leap second (nanos past one second), or precision below the microsecond.
+    if nanos >= NANOS_PER_SECOND || nanos % NANOS_PER_MICRO != 0 {
+        return None;
+    }
+    let local = NaiveDateTime::new(parsed.to_naive_date().ok()?, time);
+    local
+        .and_utc()
+        .timestamp_micros()
+        .checked_sub(i64::from(offset).checked_mul(MICROS_PER_SECOND)?)
 }
 
 /// Parse every non-null text with `parse`, naming column, value and type in the
@@ -440,11 +477,11 @@ mod tests {
         // split at byte 2, inside a character.
         for zone in ["+0\u{e9}0", "-\u{20ac}0", "+\u{1f600}", "+\u{e9}\u{e9}"] {
             assert_eq!(zone.len(), 5, "{zone:?}: a sign and 4 bytes");
-            assert_eq!(parse_offset_seconds(zone), None, "{zone:?}");
+            assert_eq!(parse_zone_seconds(zone), None, "{zone:?}");
             let ts = format!("2024-02-02 03:04:05{zone}");
             assert_eq!(parse_timestamp_micros(&ts, true), None, "{ts:?}");
         }
-        assert_eq!(parse_offset_seconds("+0130"), Some(5400));
+        assert_eq!(parse_zone_seconds("+0130"), Some(5400));
         assert_invalid(DataType::Timestamp, "2024-02-02 03:04:05+0\u{e9}0");
     }
 
@@ -519,6 +556,90 @@ mod tests {
         }
         assert_invalid(DataType::TimestampNtz, "1970-01-01T00:00:00Z");
         assert_invalid(DataType::TimestampNtz, "1970-01-01 00:00:00+01:00");
+    }
+
+    /// Delta's date formats (PROTOCOL.md, "Partition Value Serialization"),
+    /// and what chrono alone would take but Delta's format does not.
+    #[test]
+    fn date_formats() {
+        let days = |s: &str| parse_date(s).and_then(epoch_days);
+        assert_eq!(days("2024-01-05"), Some(19727));
+        assert_eq!(days("2024-1-5"), Some(19727), "one-digit month and day");
+        // Years outside 0000-9999 as Java prints them: a sign and more digits.
+        assert_eq!(days("+10000-01-01"), Some(2_932_897));
+        assert_eq!(days("-0001-01-01"), Some(-719_893));
+        for bad in [
+            "24-01-05",       // chrono alone reads a 2-digit year
+            "024-01-05",      // and a 3-digit one
+            "12345-01-05",    // unsigned 5 digits: Java writes "+12345"
+            "+1234567-01-01", // past chrono's and Java's year range
+            " 2024-01-05",    // chrono skips whitespace before numbers
+            "2024- 1-05",
+            "2024-01-05 ",
+            "2024-01-05\t",
+            "2024-01-05T00:00:00",
+            "2024-01-32",
+            "2024-00-05",
+            "\u{ff12}024-01-05", // a full-width digit
+            "",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad:?}");
+        }
+    }
+
+    /// Delta's timestamp formats: Spark's `yyyy-MM-dd HH:mm:ss[.SSSSSS]` and
+    /// ISO 8601 adjusted to UTC (`...T...Z`), plus offsets.
+    #[test]
+    fn timestamp_formats() {
+        const LEAP_DAY_NOON: i64 = 1_709_208_000_000_000; // 2024-02-29 12:00:00 UTC
+        let zoned = |s: &str| parse_timestamp_micros(s, true);
+        let ntz = |s: &str| parse_timestamp_micros(s, false);
+        for (text, micros) in [
+            ("2024-02-29 12:00:00", LEAP_DAY_NOON),
+            ("2024-02-29T12:00:00", LEAP_DAY_NOON),
+            ("2024-02-29t12:00:00", LEAP_DAY_NOON),
+            ("2024-02-29T12:00:00Z", LEAP_DAY_NOON),
+            ("2024-02-29T12:00:00z", LEAP_DAY_NOON),
+            ("2024-02-29 12:00:00.123", LEAP_DAY_NOON + 123_000),
+            ("2024-02-29T12:00:00.123000Z", LEAP_DAY_NOON + 123_000),
+            ("2024-02-29T12:00:00.123000000Z", LEAP_DAY_NOON + 123_000),
+            ("2024-02-29 2:0:0", LEAP_DAY_NOON - 10 * 3_600_000_000),
+            ("2024-02-29T13:00:00+01:00", LEAP_DAY_NOON),
+            ("2024-02-29T13:00:00+01", LEAP_DAY_NOON),
+            ("2024-02-29T17:30:00+0530", LEAP_DAY_NOON),
+            ("2024-02-29T06:30:00-05:30", LEAP_DAY_NOON),
+            ("2024-03-01T06:00:00+18:00", LEAP_DAY_NOON),
+            ("2024-02-28T18:00:00-18:00", LEAP_DAY_NOON),
+            ("+10000-01-01 00:00:00", 253_402_300_800_000_000),
+        ] {
+            assert_eq!(zoned(text), Some(micros), "{text:?}");
+        }
+        assert_eq!(ntz("2024-02-29T12:00:00.5"), Some(LEAP_DAY_NOON + 500_000));
+        assert_eq!(ntz("2024-02-29 12:00:00"), Some(LEAP_DAY_NOON));
+        for bad in [
+            "2024-02-29T12:00:00+18:01", // past Java's ZoneOffset range
+            "2024-02-29T12:00:00+19:00",
+            "2024-02-29T23:59:60Z", // chrono alone reads a leap second
+            "2024-02-29T12:00:00.1234560001Z", // chrono alone drops the tenth digit
+            "2024-02-29T12:00:00.123456789Z", // below the microsecond
+            "2024-02-29T12:00:00 +01:00", // chrono alone skips the space
+            "2024-02-29  12:00:00",
+            "2024-02-29 12: 00:00",
+            "2024-02-29T12:00:00+01::00", // chrono alone takes repeated colons
+            "2024-02-29T12:00:00+01:",
+            "2024-02-29T12:00:00\u{2212}01:00", // a Unicode minus
+            "2024-02-29T12:00:00+1",
+            "2024-02-29T12:00:00UTC",
+            "2024-02-29T12:00",
+            "2024-02-29X12:00:00",
+            "2024-02-30T12:00:00",
+            "24-02-29T12:00:00",
+        ] {
+            assert_eq!(zoned(bad), None, "{bad:?}");
+        }
+        for zoned_only in ["2024-02-29T12:00:00Z", "2024-02-29 12:00:00+00:00"] {
+            assert_eq!(ntz(zoned_only), None, "{zoned_only:?}");
+        }
     }
 
     #[test]

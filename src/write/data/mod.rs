@@ -44,6 +44,9 @@ pub const DEFAULT_TARGET_FILE_SIZE: usize = 128 * 1024 * 1024;
 /// written is closed.
 pub const MAX_OPEN_FILES: usize = 64;
 
+/// Column metadata key of a column's default value (Delta's `allowColumnDefaults`).
+const CURRENT_DEFAULT: &str = "CURRENT_DEFAULT";
+
 /// What the writer needs to know about the table it writes for.
 #[derive(Debug, Clone)]
 pub struct TableLayout {
@@ -245,6 +248,13 @@ impl DataWriter {
                 .and_then(|i| batch.columns().get(i))
             {
                 Some(c) => input::convert_field(c, field, target)?,
+                None if field.metadata.contains_key(CURRENT_DEFAULT) => {
+                    return Err(Error::Unsupported(format!(
+                        "column '{}' has a default value, which deltadv does not compute: \
+                         the data must hold the column",
+                        field.name
+                    )))
+                }
                 None if field.nullable => arrow_array::new_null_array(target, batch.num_rows()),
                 None => {
                     return Err(Error::InvalidArgument(format!(

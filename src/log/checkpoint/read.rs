@@ -1,0 +1,437 @@
+//! Decoding checkpoint files handed over as bytes: classic single- and
+//! multi-part parquet, V2 top-level files (parquet or JSON) and their parquet
+//! sidecars. The table layer fetches the files; this module only decodes them,
+//! so it runs on a blocking thread or in a test without any store.
+//!
+//! ```text
+//! classic:  <v>.checkpoint.parquet            ─┐
+//! multi:    <v>.checkpoint.<i>.<n>.parquet    ─┼─> decode() ─> CheckpointData
+//! V2:       <v>.checkpoint.<uuid>.{json,parquet}┘        │
+//!              └─ sidecar actions ─> sidecar_location() ─> fetched by the
+//!                 table layer ─> decode() ─> absorbed into the same data
+//! ```
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use super::{split_batch, AddColumns};
+use crate::error::{Error, Result};
+use crate::log::actions::{self, Action};
+use crate::log::path::{LogPath, LOG_DIR, SIDECAR_DIR};
+use crate::log::replay::normalize_path;
+use crate::log::segment::LastCheckpoint;
+
+/// Rows per decoded checkpoint batch.
+const CHECKPOINT_BATCH_ROWS: usize = 65_536;
+
+/// Top-level checkpoint columns replay needs.
+const CHECKPOINT_COLUMNS: &[&str] = &[
+    "add",
+    "remove",
+    "metaData",
+    "protocol",
+    "txn",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+];
+
+fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
+    Error::Parquet {
+        file: file.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+/// Which checkpoint leaf columns replay needs: the action columns, without
+/// `*_parsed` (except `add.stats_parsed.numRecords` / `.tightBounds`).
+fn wanted_leaf(parts: &[String]) -> bool {
+    let top = parts.first().map(String::as_str).unwrap_or("");
+    let second = parts.get(1).map(String::as_str).unwrap_or("");
+    let third = parts.get(2).map(String::as_str).unwrap_or("");
+    CHECKPOINT_COLUMNS.contains(&top)
+        && (!second.ends_with("_parsed")
+            || (top == "add"
+                && second == "stats_parsed"
+                && parts.len() == 3
+                && matches!(third, "numRecords" | "tightBounds")))
+}
+
+/// Decode the checkpoint's leaves in `leaves` into record batches.
+fn read_leaves(bytes: Bytes, leaves: Vec<usize>, file: &str) -> Result<Vec<RecordBatch>> {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
+    builder
+        .with_projection(mask)
+        .with_batch_size(CHECKPOINT_BATCH_ROWS)
+        .build()
+        .map_err(|e| parquet_error(file, e))?
+        .map(|b| b.map_err(|e| parquet_error(file, e)))
+        .collect()
+}
+
+/// Decode checkpoint parquet (a classic part, a V2 top-level file or a
+/// sidecar): `add` rows stay columnar, other actions are parsed. `add.stats`
+/// (most of a checkpoint's bytes) is decoded on a second thread, in parallel
+/// with the other columns. `file` names the file in errors.
+pub fn decode_parquet(bytes: Bytes, file: &str) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+        .map_err(|e| parquet_error(file, e))?;
+    let (mut main, mut stats) = (Vec::new(), Vec::new());
+    for (i, c) in builder.parquet_schema().columns().iter().enumerate() {
+        let parts = c.path().parts();
+        if !wanted_leaf(parts) {
+            continue;
+        }
+        if parts.len() == 2
+            && parts.first().is_some_and(|p| p == "add")
+            && parts.get(1).is_some_and(|p| p == "stats")
+        {
+            stats.push(i);
+        } else {
+            main.push(i);
+        }
+    }
+    drop(builder);
+    let (main_batches, stats_batches) = std::thread::scope(|scope| {
+        let stats_bytes = bytes.clone();
+        let stats_job =
+            (!stats.is_empty()).then(|| scope.spawn(move || read_leaves(stats_bytes, stats, file)));
+        let main_batches = read_leaves(bytes, main, file);
+        let stats_batches = match stats_job {
+            Some(job) => job
+                .join()
+                .unwrap_or_else(|_| Err(parquet_error(file, "stats decoder thread panicked"))),
+            None => Ok(Vec::new()),
+        };
+        (main_batches, stats_batches)
+    });
+    let (main_batches, stats_batches) = (main_batches?, stats_batches?);
+    let mut adds = Vec::new();
+    let mut others = Vec::new();
+    for (k, batch) in main_batches.iter().enumerate() {
+        let split = split_batch(batch, file)?;
+        if let Some(mut a) = split.adds {
+            let column = stats_batches
+                .get(k)
+                .and_then(|b| b.column_by_name("add"))
+                .and_then(|a| a.as_struct_opt())
+                .and_then(|s| s.column_by_name("stats"))
+                .and_then(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).ok())
+                .map(|c| c.as_string::<i32>().clone());
+            if let Some(c) = &column {
+                if c.len() != a.len() {
+                    return Err(parquet_error(
+                        file,
+                        "stats column does not line up with add rows",
+                    ));
+                }
+            }
+            a.set_stats(column);
+            adds.push(a);
+        }
+        others.extend(split.others);
+    }
+    Ok((adds, others))
+}
+
+/// Decode one checkpoint file: a JSON V2 top-level checkpoint (`json`) goes
+/// through the commit-line parser, anything else is parquet.
+pub fn decode(bytes: Bytes, file: &str, json: bool) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    if json {
+        Ok((Vec::new(), actions::parse_commit(&bytes, file)?))
+    } else {
+        decode_parquet(bytes, file)
+    }
+}
+
+/// Where a `sidecar` action's file lives, relative to the table root: a bare
+/// file name is under `_delta_log/_sidecars/`; a path with a `/` (relative to
+/// the table root) or a URI is kept as written (URL-decoded).
+pub fn sidecar_location(path: &str) -> Result<String> {
+    let rel = normalize_path(path);
+    if rel.contains('/') || rel.contains(':') {
+        return Ok(rel);
+    }
+    LogPath::sidecar(&rel)
+        .map(|p| p.relative_path())
+        .ok_or_else(|| Error::CorruptLog {
+            file: format!("{LOG_DIR}/{SIDECAR_DIR}"),
+            detail: format!("a checkpoint names the sidecar {rel:?}, which is not a file name"),
+        })
+}
+
+/// A checkpoint, decoded: its live-candidate `add` rows (columnar), its other
+/// actions, and how many actions it holds in all.
+#[derive(Debug, Default)]
+pub struct CheckpointData {
+    pub adds: Vec<AddColumns>,
+    pub others: Vec<Action>,
+    pub count: u64,
+}
+
+impl CheckpointData {
+    /// Add the decoded contents of one checkpoint file (part, top-level file
+    /// or sidecar).
+    pub fn absorb(&mut self, adds: Vec<AddColumns>, others: Vec<Action>) {
+        self.count += others.len() as u64 + adds.iter().map(|a| a.num_adds() as u64).sum::<u64>();
+        self.adds.extend(adds);
+        self.others.extend(others);
+    }
+
+    /// The sidecar files named so far (as written in their actions).
+    pub fn sidecars(&self) -> Vec<String> {
+        self.others
+            .iter()
+            .filter_map(|a| match a {
+                Action::Sidecar(s) => Some(s.path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Check the action count against `_last_checkpoint`'s `size` when the
+    /// hint describes this checkpoint (`version`); `file` names the checkpoint.
+    pub fn check_hint(&self, hint: &LastCheckpoint, version: u64, file: &str) -> Result<()> {
+        match hint.size {
+            Some(size) if hint.version == version && size != self.count => Err(Error::CorruptLog {
+                file: file.to_string(),
+                detail: format!(
+                    "_last_checkpoint says the checkpoint holds {size} actions, it holds {}",
+                    self.count
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{DataType, Field, Fields, Schema};
+    use parquet::arrow::ArrowWriter;
+
+    use super::*;
+
+    /// Checkpoint parquet bytes holding `lines` (JSON actions) in `schema`.
+    fn parquet_with(schema: Arc<Schema>, lines: &[&str]) -> Bytes {
+        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .build_decoder()
+            .unwrap();
+        decoder.decode(lines.join("\n").as_bytes()).unwrap();
+        let batch = decoder.flush().unwrap().unwrap();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(out)
+    }
+
+    fn classic(lines: &[&str]) -> Bytes {
+        parquet_with(crate::write::checkpoint::checkpoint_schema(), lines)
+    }
+
+    const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+    const ADD_A: &str = r#"{"add":{"path":"a%20b.parquet","size":10,"modificationTime":5,"dataChange":false,"stats":"{\"numRecords\":7}"}}"#;
+    const ADD_B: &str =
+        r#"{"add":{"path":"b.parquet","size":20,"modificationTime":6,"dataChange":false}}"#;
+    const REMOVE: &str =
+        r#"{"remove":{"path":"c.parquet","deletionTimestamp":9,"dataChange":false}}"#;
+
+    #[test]
+    fn classic_parts_decode_and_count() {
+        let part1 = classic(&[PROTOCOL, ADD_A]);
+        let part2 = classic(&[ADD_B, REMOVE]);
+        let mut data = CheckpointData::default();
+        for (i, bytes) in [part1, part2].into_iter().enumerate() {
+            let (adds, others) = decode(bytes, &format!("part{i}"), false).unwrap();
+            data.absorb(adds, others);
+        }
+        assert_eq!(data.count, 4);
+        let adds: Vec<(String, i64, Option<i64>)> = data
+            .adds
+            .iter()
+            .flat_map(|a| {
+                (0..a.len())
+                    .filter(|&i| a.is_add(i))
+                    .map(|i| {
+                        (
+                            a.raw_path(i).to_string(),
+                            a.size(i),
+                            a.record_count(i).unwrap().0,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(
+            adds,
+            [
+                ("a%20b.parquet".to_string(), 10, Some(7)),
+                ("b.parquet".to_string(), 20, None)
+            ]
+        );
+        assert!(matches!(data.others[0], Action::Protocol(_)));
+        match &data.others[1] {
+            Action::Remove(r) => assert_eq!(
+                (r.path.as_str(), r.deletion_timestamp),
+                ("c.parquet", Some(9))
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(data.sidecars().is_empty());
+    }
+
+    #[test]
+    fn v2_json_top_level_with_sidecars() {
+        let top = [
+            PROTOCOL,
+            r#"{"checkpointMetadata":{"version":3}}"#,
+            r#"{"sidecar":{"path":"016ae953-37a9-438e-8683-9a9a4a79a395.parquet","sizeInBytes":1,"modificationTime":1}}"#,
+            r#"{"sidecar":{"path":"_delta_log/_sidecars/other%20one.parquet","sizeInBytes":1,"modificationTime":1}}"#,
+        ]
+        .join("\n");
+        let mut data = CheckpointData::default();
+        let (adds, others) = decode(Bytes::from(top), "top.json", true).unwrap();
+        assert!(adds.is_empty());
+        data.absorb(adds, others);
+        let located: Vec<String> = data
+            .sidecars()
+            .iter()
+            .map(|p| sidecar_location(p).unwrap())
+            .collect();
+        assert_eq!(
+            located,
+            [
+                "_delta_log/_sidecars/016ae953-37a9-438e-8683-9a9a4a79a395.parquet",
+                "_delta_log/_sidecars/other one.parquet"
+            ]
+        );
+        // A sidecar holds only add/remove rows.
+        let sidecar_schema = Arc::new(Schema::new(
+            crate::write::checkpoint::checkpoint_schema()
+                .fields()
+                .iter()
+                .filter(|f| matches!(f.name().as_str(), "add" | "remove"))
+                .cloned()
+                .collect::<Vec<_>>(),
+        ));
+        let (adds, others) = decode(
+            parquet_with(sidecar_schema, &[ADD_A, REMOVE, ADD_B]),
+            "side",
+            false,
+        )
+        .unwrap();
+        data.absorb(adds, others);
+        // protocol, checkpointMetadata, 2 sidecars, 2 adds, 1 remove
+        assert_eq!(data.count, 7);
+        assert_eq!(data.adds.iter().map(AddColumns::num_adds).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn sidecar_locations() {
+        assert_eq!(
+            sidecar_location("s3://bucket/t/_delta_log/_sidecars/x.parquet").unwrap(),
+            "s3://bucket/t/_delta_log/_sidecars/x.parquet"
+        );
+        assert_eq!(
+            sidecar_location("sub/x%25y.parquet").unwrap(),
+            "sub/x%y.parquet"
+        );
+        for bad in ["", "..", "."] {
+            match sidecar_location(bad) {
+                Err(Error::CorruptLog { file, detail }) => {
+                    assert_eq!(file, "_delta_log/_sidecars");
+                    assert!(detail.contains("which is not a file name"), "{detail}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn stats_parsed_without_stats_json() {
+        // Delta Spark may write only `stats_parsed` (checkpoint.writeStatsAsJson=false).
+        let parsed = Field::new(
+            "stats_parsed",
+            DataType::Struct(Fields::from(vec![
+                Field::new("numRecords", DataType::Int64, true),
+                Field::new("tightBounds", DataType::Boolean, true),
+                Field::new(
+                    "minValues",
+                    DataType::Struct(Fields::from(vec![Field::new("id", DataType::Int64, true)])),
+                    true,
+                ),
+            ])),
+            true,
+        );
+        let add = DataType::Struct(Fields::from(vec![
+            Field::new("path", DataType::Utf8, true),
+            Field::new("size", DataType::Int64, true),
+            parsed,
+        ]));
+        let schema = Arc::new(Schema::new(vec![Field::new("add", add, true)]));
+        let bytes = parquet_with(
+            schema,
+            &[
+                r#"{"add":{"path":"p","size":1,"stats_parsed":{"numRecords":12,"tightBounds":false,"minValues":{"id":3}}}}"#,
+            ],
+        );
+        let (adds, others) = decode_parquet(bytes, "sp").unwrap();
+        assert!(others.is_empty());
+        assert_eq!(adds[0].record_count(0).unwrap(), (Some(12), Some(false)));
+    }
+
+    #[test]
+    fn hint_size_is_checked_only_for_its_version() {
+        let mut data = CheckpointData::default();
+        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false).unwrap();
+        data.absorb(adds, others);
+        let hint = |version, size| LastCheckpoint {
+            version,
+            size,
+            parts: None,
+        };
+        assert!(data.check_hint(&hint(5, Some(2)), 5, "c").is_ok());
+        assert!(data.check_hint(&hint(5, None), 5, "c").is_ok());
+        assert!(data.check_hint(&hint(4, Some(9)), 5, "c").is_ok());
+        match data.check_hint(&hint(5, Some(3)), 5, "_delta_log/5.checkpoint.parquet") {
+            Err(Error::CorruptLog { file, detail }) => {
+                assert_eq!(file, "_delta_log/5.checkpoint.parquet");
+                assert_eq!(
+                    detail,
+                    "_last_checkpoint says the checkpoint holds 3 actions, it holds 2"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn garbage_and_truncated_bytes_are_parquet_errors_naming_the_file() {
+        let whole = classic(&[PROTOCOL, ADD_A]);
+        for bytes in [
+            Bytes::from_static(b"not parquet at all"),
+            whole.slice(..whole.len() - 9),
+            Bytes::new(),
+        ] {
+            match decode_parquet(bytes, "_delta_log/7.checkpoint.parquet") {
+                Err(Error::Parquet { file, .. }) => {
+                    assert_eq!(file, "_delta_log/7.checkpoint.parquet")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        match decode(Bytes::from_static(b"{not json"), "top.json", true) {
+            Err(e) => assert!(e.to_string().contains("top.json"), "{e}"),
+            Ok(_) => panic!("garbage JSON decoded"),
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! One transaction for every commit deltadv makes.
+//!
+//! A [`Transaction`] is opened on a snapshot (or on an empty location, to
+//! create a table). It records the read version and the isolation level
+//! (`delta.isolationLevel`, default WriteSerializable), takes the operation's
+//! changes as a [`Changes`] value, and commits them with put-if-absent:
+//!
+//! 1. the changes produce their actions for the current bases;
+//! 2. the transaction assembles the commit: `commitInfo` first (readVersion,
+//!    isolationLevel, isBlindAppend, operation, operationParameters,
+//!    operationMetrics, engineInfo, txnId, and an `inCommitTimestamp` on
+//!    tables with in-commit timestamps), any new protocol and metadata, then
+//!    the file actions, with row ids assigned on tables with row tracking;
+//! 3. put-if-absent of `<version>.json`; on success, a checkpoint when one is
+//!    due (classic, or V2 on `v2Checkpoint` tables);
+//! 4. on a lost race, the winning commit goes to [`super::conflict::check`]:
+//!    proceed (try the next version), rebase the changes (row-level
+//!    concurrency: the changes reload the winner's DVs and check their rows),
+//!    or fail with a conflict. Attempts are bounded, with exponential backoff.
+//!
+//! Table features handled here, once for every operation:
+//!
+//! * **in-commit timestamps** (`delta.enableInCommitTimestamps`): the commit's
+//!   `inCommitTimestamp` (and `timestamp`) is `max(now, previous + 1)`, the
+//!   previous one read from the commit this transaction follows; turning the
+//!   property on for an existing table records
+//!   `delta.inCommitTimestampEnablementVersion`/`…Timestamp`.
+//! * **row tracking** (the `rowTracking` feature): a new file gets
+//!   `baseRowId` = high-water mark + 1 and `defaultRowCommitVersion` = the
+//!   commit's version, and the `delta.rowTracking` domain's
+//!   `rowIdHighWaterMark` advances by its row count; a file re-added with a
+//!   new DV keeps its `baseRowId` and `defaultRowCommitVersion`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::commit::{conflict, read_commit, try_commit};
+use super::conflict::{
+    self as checker, Decision, FileChange, IsolationLevel, ReadSet, RebaseFile, TxnContext,
+    WinningCommit,
+};
+use super::{fail_point, now_ms, ENGINE_INFO};
+use crate::error::{Error, Result};
+use crate::io::TableStore;
+use crate::log::actions::{Action, DomainMetadata, Metadata, Protocol, RecordCount};
+use crate::log::features::{
+    self, ENABLE_IN_COMMIT_TIMESTAMPS, ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION,
+};
+use crate::table::snapshot::Snapshot;
+
+/// The domain holding the row id high-water mark.
+pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
+
+/// Commit attempts before a busy table is given up on.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 16;
+
+/// What an operation changes, as the transaction asks for it.
+///
+/// `actions` may be called again after [`Changes::rebase`] (the changes then
+/// rebuild what the winner made stale, e.g. a new DV file); without a rebase
+/// it may return the same actions again.
+pub trait Changes {
+    /// The file-level actions (add, remove, cdc, txn, domainMetadata) for the
+    /// current bases. Empty: nothing to commit.
+    fn actions(&mut self, store: &TableStore) -> impl Future<Output = Result<Vec<Action>>>;
+
+    /// `commitInfo.operationMetrics` for the last [`Changes::actions`].
+    fn metrics(&self) -> Map<String, Value> {
+        Map::new()
+    }
+
+    /// What this transaction read, and how it changes each file it touches,
+    /// for the conflict checker.
+    fn reads(&self) -> (ReadSet, BTreeMap<String, FileChange>) {
+        (ReadSet::Files(Default::default()), BTreeMap::new())
+    }
+
+    /// Rebase onto winning commit `version`, whose DV replacements of
+    /// `files` overlap this transaction's changes.
+    fn rebase(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        files: Vec<RebaseFile>,
+    ) -> impl Future<Output = Result<()>> {
+        let _ = store;
+        let paths: Vec<String> = files.into_iter().map(|f| f.path).collect();
+        async move {
+            Err(Error::Internal(format!(
+                "rebase onto version {version} asked for {paths:?}, which this operation \
+                 does not change"
+            )))
+        }
+    }
+}
+
+/// Fixed actions (a blind append, a table creation, a property change).
+pub struct FixedActions {
+    pub actions: Vec<Action>,
+    pub metrics: Map<String, Value>,
+}
+
+impl Changes for FixedActions {
+    async fn actions(&mut self, _store: &TableStore) -> Result<Vec<Action>> {
+        Ok(self.actions.clone())
+    }
+    fn metrics(&self) -> Map<String, Value> {
+        self.metrics.clone()
+    }
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The version committed; `None` when there was nothing to commit.
+    pub version: Option<u64>,
+    /// Commit attempts made (1 when nobody raced this transaction).
+    pub attempts: u32,
+    /// Rebases onto concurrent commits (row-level concurrency).
+    pub rebases: u32,
+    /// A checkpoint was written after the commit.
+    pub checkpointed: bool,
+    /// Why a due checkpoint could not be written (the commit stands).
+    pub checkpoint_error: Option<String>,
+    /// The commit's `inCommitTimestamp`, on tables with in-commit timestamps.
+    pub in_commit_timestamp: Option<i64>,
+}
+
+/// The table state a commit attempt is assembled against: the read
+/// snapshot's, moved forward by the winning commits this transaction
+/// proceeded past.
+struct TableState {
+    protocol: Protocol,
+    metadata: Metadata,
+    /// `inCommitTimestamp` of the latest commit (None: not an ICT commit).
+    last_ict: Option<i64>,
+    /// `rowIdHighWaterMark` of the latest version (-1: no row id yet).
+    row_id_high_water_mark: i64,
+}
+
+/// One commit to a Delta table; see the module docs.
+pub struct Transaction<'a> {
+    store: TableStore,
+    snapshot: Option<&'a Snapshot>,
+    /// `None`: creating the table (version 0).
+    read_version: Option<u64>,
+    isolation: IsolationLevel,
+    operation: String,
+    parameters: Map<String, Value>,
+    blind_append: bool,
+    new_protocol: Option<Protocol>,
+    new_metadata: Option<Metadata>,
+    max_attempts: u32,
+    engine_info: String,
+    /// Reports a due checkpoint (tests and callers that want to know).
+    checkpoint: bool,
+}
+
+fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
+    let Some(d) = domain.filter(|d| !d.removed) else {
+        return Ok(-1);
+    };
+    let config: Value = serde_json::from_str(&d.configuration).map_err(|e| Error::CorruptLog {
+        file: format!("domainMetadata {ROW_TRACKING_DOMAIN}"),
+        detail: format!("configuration is not JSON: {e}"),
+    })?;
+    config
+        .get("rowIdHighWaterMark")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Error::CorruptLog {
+            file: format!("domainMetadata {ROW_TRACKING_DOMAIN}"),
+            detail: format!("expected an integer rowIdHighWaterMark, found {config}"),
+        })
+}
+
+fn commit_ict(actions: &[Action]) -> Option<i64> {
+    actions.iter().find_map(|a| match a {
+        Action::CommitInfo(v) => v.get("inCommitTimestamp").and_then(Value::as_i64),
+        _ => None,
+    })
+}
+
+/// Backoff before attempt `attempt + 1`: 5 ms doubling to a 1 s cap, with
+/// jitter so racing writers spread out.
+fn backoff(attempt: u32) -> Duration {
+    let base = 5u64.saturating_mul(1u64 << attempt.min(8)).min(1000);
+    let jitter = u64::from(uuid::Uuid::new_v4().as_u128() as u16) % base.max(1);
+    Duration::from_millis(base / 2 + jitter / 2)
+}
+
+impl<'a> Transaction<'a> {
+    /// A transaction on `snapshot` performing `operation` (Delta Spark's
+    /// operation name, e.g. `DELETE`, `WRITE`, `SET TBLPROPERTIES`).
+    pub fn new(snapshot: &'a Snapshot, operation: impl Into<String>) -> Result<Self> {
+        let isolation = IsolationLevel::from_configuration(&snapshot.metadata().configuration)?;
+        Ok(Transaction {
+            store: snapshot.store().clone(),
+            snapshot: Some(snapshot),
+            read_version: Some(snapshot.version()),
+            isolation,
+            operation: operation.into(),
+            parameters: Map::new(),
+            blind_append: false,
+            new_protocol: None,
+            new_metadata: None,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            engine_info: ENGINE_INFO.to_string(),
+            checkpoint: true,
+        })
+    }
+
+    /// A transaction creating a table at `store` (version 0) with `protocol`
+    /// and `metadata`; another creator winning the race is a conflict.
+    pub fn create(
+        store: TableStore,
+        protocol: Protocol,
+        metadata: Metadata,
+        operation: impl Into<String>,
+    ) -> Self {
+        Transaction {
+            store,
+            snapshot: None,
+            read_version: None,
+            // Delta Spark records table creation as Serializable.
+            isolation: IsolationLevel::Serializable,
+            operation: operation.into(),
+            parameters: Map::new(),
+            blind_append: false,
+            new_protocol: Some(protocol),
+            new_metadata: Some(metadata),
+            max_attempts: 1,
+            engine_info: ENGINE_INFO.to_string(),
+            checkpoint: false,
+        }
+    }
+
+    /// `commitInfo.operationParameters` (values as Delta Spark writes them:
+    /// mostly strings holding JSON).
+    pub fn with_parameters(mut self, parameters: Map<String, Value>) -> Self {
+        self.parameters = parameters;
+        self
+    }
+
+    /// Mark this transaction a blind append (it read nothing).
+    pub fn blind_append(mut self) -> Self {
+        self.blind_append = true;
+        self
+    }
+
+    /// Commit a new protocol with the changes.
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.new_protocol = Some(protocol);
+        self
+    }
+
+    /// Commit new metadata with the changes.
+    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
+        self.new_metadata = Some(metadata);
+        self
+    }
+
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    pub fn with_engine_info(mut self, engine_info: impl Into<String>) -> Self {
+        self.engine_info = engine_info.into();
+        self
+    }
+
+    /// The version this transaction read (`None` when creating a table).
+    pub fn read_version(&self) -> Option<u64> {
+        self.read_version
+    }
+
+    pub fn isolation_level(&self) -> IsolationLevel {
+        self.isolation
+    }
+
+    async fn initial_state(&self) -> Result<TableState> {
+        let (protocol, metadata, domains) = match (self.snapshot, &self.new_protocol) {
+            (Some(s), _) => (
+                s.protocol().clone(),
+                s.metadata().clone(),
+                Some(s.domain_metadata()),
+            ),
+            (None, Some(p)) => match &self.new_metadata {
+                Some(m) => (p.clone(), m.clone(), None),
+                None => return Err(Error::Internal("table creation without metadata".into())),
+            },
+            (None, None) => return Err(Error::Internal("table creation without protocol".into())),
+        };
+        let row_id_high_water_mark =
+            high_water_mark(domains.and_then(|d| d.get(ROW_TRACKING_DOMAIN)))?;
+        let mut state = TableState {
+            protocol,
+            metadata,
+            last_ict: None,
+            row_id_high_water_mark,
+        };
+        if let Some(v) = self.read_version {
+            if features::property_is_true(&state.metadata, ENABLE_IN_COMMIT_TIMESTAMPS) {
+                state.last_ict = commit_ict(&read_commit(&self.store, v).await?);
+            }
+        }
+        Ok(state)
+    }
+
+    /// Commit `changes`; see the module docs.
+    pub async fn commit<C: Changes>(self, changes: &mut C) -> Result<CommitOutcome> {
+        let mut state = self.initial_state().await?;
+        let mut outcome = CommitOutcome::default();
+        let mut read_version = self.read_version;
+        loop {
+            outcome.attempts += 1;
+            let file_actions = changes.actions(&self.store).await?;
+            if file_actions.is_empty() && self.new_protocol.is_none() && self.new_metadata.is_none()
+            {
+                return Ok(outcome);
+            }
+            let version = read_version.map_or(0, |v| v + 1);
+            let (actions, ict) = self.assemble(
+                version,
+                read_version,
+                &state,
+                file_actions,
+                changes.metrics(),
+            )?;
+            if try_commit(&self.store, version, &actions).await? {
+                fail_point("after_commit")?;
+                outcome.version = Some(version);
+                outcome.in_commit_timestamp = ict;
+                if self.checkpoint {
+                    self.checkpoint_after(version, &mut outcome).await;
+                }
+                return Ok(outcome);
+            }
+            let Some(read) = read_version else {
+                return Err(conflict(
+                    0,
+                    format!(
+                        "a Delta table was created at {} meanwhile",
+                        self.store.url()
+                    ),
+                ));
+            };
+            // Lost the race for `version`: see what the winner did.
+            let winner = read_commit(&self.store, version).await?;
+            let (reads, file_changes) = changes.reads();
+            let txn = TxnContext {
+                isolation: self.isolation,
+                read_version: read,
+                blind_append: self.blind_append,
+                metadata_changed: self.new_metadata.is_some() || self.new_protocol.is_some(),
+                reads,
+                changes: file_changes,
+                ..TxnContext::default()
+            };
+            match checker::check(&txn, &WinningCommit::from_actions(version, &winner)) {
+                Decision::Proceed => {}
+                Decision::Conflict(reason) => return Err(reason.into_error()),
+                Decision::Rebase { files } => {
+                    changes.rebase(&self.store, version, files).await?;
+                    outcome.rebases += 1;
+                }
+            }
+            state.advance(&winner)?;
+            read_version = Some(version);
+            if outcome.attempts >= self.max_attempts {
+                return Err(conflict(
+                    version,
+                    format!(
+                        "gave up after {} attempts (table too busy)",
+                        outcome.attempts
+                    ),
+                ));
+            }
+            tokio::time::sleep(backoff(outcome.attempts)).await;
+        }
+    }
+
+    /// The commit's actions for `version`, and its in-commit timestamp.
+    fn assemble(
+        &self,
+        version: u64,
+        read_version: Option<u64>,
+        state: &TableState,
+        mut file_actions: Vec<Action>,
+        metrics: Map<String, Value>,
+    ) -> Result<(Vec<Action>, Option<i64>)> {
+        let protocol = self.new_protocol.as_ref().unwrap_or(&state.protocol);
+        let mut metadata = self.new_metadata.clone();
+        let current_metadata = metadata.as_ref().unwrap_or(&state.metadata);
+        let now = now_ms();
+        let ict = features::property_is_true(current_metadata, ENABLE_IN_COMMIT_TIMESTAMPS)
+            .then(|| state.last_ict.map_or(now, |last| now.max(last + 1)));
+        if let (Some(ict), Some(m)) = (ict, metadata.as_mut()) {
+            // Turned on by this commit on an existing table: record when.
+            let was_on = features::property_is_true(&state.metadata, ENABLE_IN_COMMIT_TIMESTAMPS);
+            if version > 0 && !was_on {
+                m.configuration.insert(
+                    ICT_ENABLEMENT_VERSION.to_string(),
+                    Some(version.to_string()),
+                );
+                m.configuration
+                    .insert(ICT_ENABLEMENT_TIMESTAMP.to_string(), Some(ict.to_string()));
+            }
+        }
+        if features::is_supported(protocol, "rowTracking") {
+            assign_row_ids(version, state.row_id_high_water_mark, &mut file_actions)?;
+        }
+        let mut info = Map::new();
+        info.insert("timestamp".into(), json!(ict.unwrap_or(now)));
+        if let Some(ict) = ict {
+            info.insert("inCommitTimestamp".into(), json!(ict));
+        }
+        info.insert("operation".into(), json!(self.operation));
+        info.insert(
+            "operationParameters".into(),
+            Value::Object(self.parameters.clone()),
+        );
+        if let Some(v) = read_version {
+            info.insert("readVersion".into(), json!(v));
+        }
+        info.insert("isolationLevel".into(), json!(self.isolation.as_str()));
+        info.insert("isBlindAppend".into(), json!(self.blind_append));
+        if !metrics.is_empty() {
+            info.insert("operationMetrics".into(), Value::Object(metrics));
+        }
+        info.insert("engineInfo".into(), json!(self.engine_info));
+        info.insert("txnId".into(), json!(uuid::Uuid::new_v4().to_string()));
+        let mut actions = vec![Action::CommitInfo(Value::Object(info))];
+        if let Some(p) = &self.new_protocol {
+            actions.push(Action::Protocol(p.clone()));
+        }
+        if let Some(m) = metadata {
+            actions.push(Action::Metadata(m));
+        }
+        actions.extend(file_actions);
+        Ok((actions, ict))
+    }
+
+    async fn checkpoint_after(&self, version: u64, outcome: &mut CommitOutcome) {
+        let Some(snapshot) = self.snapshot else {
+            return;
+        };
+        if !super::checkpoint::due(snapshot, version) {
+            return;
+        }
+        let written = async {
+            let s = Snapshot::load(self.store.clone(), Some(version)).await?;
+            super::checkpoint::write(&s).await
+        }
+        .await;
+        match written {
+            Ok(()) => outcome.checkpointed = true,
+            Err(e) => outcome.checkpoint_error = Some(e.to_string()),
+        }
+    }
+}
+
+impl TableState {
+    /// Move past a winning commit this transaction may follow.
+    fn advance(&mut self, winner: &[Action]) -> Result<()> {
+        for a in winner {
+            match a {
+                Action::CommitInfo(v) => {
+                    if let Some(t) = v.get("inCommitTimestamp").and_then(Value::as_i64) {
+                        self.last_ict = Some(t);
+                    }
+                }
+                Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {
+                    self.row_id_high_water_mark = high_water_mark(Some(d))?;
+                }
+                // A winner that changed these made this transaction conflict.
+                Action::Protocol(p) => self.protocol = p.clone(),
+                Action::Metadata(m) => self.metadata = m.clone(),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Row tracking: give each new file (no `baseRowId` yet) fresh row ids after
+/// `high_water_mark` and this commit's version as its default row commit
+/// version; files that keep their ids (re-added with a new DV) are left as
+/// they are. Adds the domain action when the mark moves.
+fn assign_row_ids(version: u64, high_water_mark: i64, actions: &mut Vec<Action>) -> Result<()> {
+    let version = i64::try_from(version)
+        .map_err(|_| Error::Internal(format!("version {version} too large")))?;
+    let mut mark = high_water_mark;
+    for a in actions.iter_mut() {
+        let Action::Add(add) = a else { continue };
+        if add.base_row_id.is_some() {
+            if add.default_row_commit_version.is_none() {
+                add.default_row_commit_version = Some(version);
+            }
+            continue;
+        }
+        let stats = add.stats.as_deref().unwrap_or("{}");
+        let rows = RecordCount::parse(stats, &add.path)?
+            .num_records
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{}: the table has row tracking, which needs numRecords in the file's stats",
+                    add.path
+                ))
+            })?;
+        add.base_row_id = Some(mark + 1);
+        add.default_row_commit_version = Some(version);
+        mark += rows;
+    }
+    if mark != high_water_mark {
+        actions
+            .retain(|a| !matches!(a, Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN));
+        actions.push(Action::DomainMetadata(DomainMetadata {
+            domain: ROW_TRACKING_DOMAIN.to_string(),
+            configuration: json!({ "rowIdHighWaterMark": mark }).to_string(),
+            removed: false,
+        }));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::actions::Add;
+
+    fn add(path: &str, rows: Option<i64>, base: Option<i64>) -> Action {
+        Action::Add(Box::new(Add {
+            path: path.into(),
+            partition_values: Default::default(),
+            size: 1,
+            modification_time: 0,
+            data_change: true,
+            stats: rows.map(|n| json!({ "numRecords": n }).to_string()),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: base,
+            default_row_commit_version: base.map(|_| 1),
+            clustering_provider: None,
+        }))
+    }
+
+    fn ids(actions: &[Action]) -> Vec<(String, Option<i64>, Option<i64>)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Add(a) => {
+                    Some((a.path.clone(), a.base_row_id, a.default_row_commit_version))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn new_files_get_row_ids_after_the_mark_and_kept_ones_keep_theirs() {
+        let mut actions = vec![
+            add("a", Some(10), None),
+            add("kept", Some(5), Some(3)),
+            add("b", Some(0), None),
+            add("c", Some(7), None),
+        ];
+        assign_row_ids(4, 99, &mut actions).unwrap();
+        assert_eq!(
+            ids(&actions),
+            vec![
+                ("a".into(), Some(100), Some(4)),
+                ("kept".into(), Some(3), Some(1)),
+                ("b".into(), Some(110), Some(4)),
+                ("c".into(), Some(110), Some(4)),
+            ]
+        );
+        let Some(Action::DomainMetadata(d)) = actions.last() else {
+            panic!("no domain action: {actions:?}")
+        };
+        assert_eq!(d.domain, ROW_TRACKING_DOMAIN);
+        assert_eq!(high_water_mark(Some(d)).unwrap(), 116);
+    }
+
+    #[test]
+    fn row_ids_start_at_zero_and_need_record_counts() {
+        let mut actions = vec![add("a", Some(3), None)];
+        assign_row_ids(0, -1, &mut actions).unwrap();
+        assert_eq!(ids(&actions), vec![("a".into(), Some(0), Some(0))]);
+        // a re-added file alone moves nothing: no domain action
+        let mut kept = vec![add("k", Some(3), Some(0))];
+        assign_row_ids(5, 2, &mut kept).unwrap();
+        assert_eq!(kept.len(), 1);
+        let e = assign_row_ids(1, 2, &mut vec![add("nostats", None, None)]).unwrap_err();
+        assert!(e.to_string().contains("nostats") && e.to_string().contains("numRecords"));
+    }
+
+    #[test]
+    fn high_water_marks_are_read_strictly() {
+        let d = |c: &str, removed| DomainMetadata {
+            domain: ROW_TRACKING_DOMAIN.into(),
+            configuration: c.into(),
+            removed,
+        };
+        assert_eq!(high_water_mark(None).unwrap(), -1);
+        assert_eq!(
+            high_water_mark(Some(&d(r#"{"rowIdHighWaterMark":41}"#, false))).unwrap(),
+            41
+        );
+        assert_eq!(
+            high_water_mark(Some(&d(r#"{"rowIdHighWaterMark":41}"#, true))).unwrap(),
+            -1
+        );
+        let e = high_water_mark(Some(&d(r#"{"x":1}"#, false))).unwrap_err();
+        assert!(e.to_string().contains("rowIdHighWaterMark"), "{e}");
+    }
+
+    #[test]
+    fn winners_move_the_state_forward() {
+        let mut s = TableState {
+            protocol: Protocol {
+                min_reader_version: 1,
+                min_writer_version: 7,
+                reader_features: None,
+                writer_features: Some(vec!["rowTracking".into()]),
+            },
+            metadata: Metadata {
+                id: "t".into(),
+                name: None,
+                description: None,
+                format: Default::default(),
+                schema_string: "{}".into(),
+                partition_columns: vec![],
+                configuration: Default::default(),
+                created_time: None,
+            },
+            last_ict: Some(10),
+            row_id_high_water_mark: 5,
+        };
+        s.advance(&[
+            Action::CommitInfo(json!({"inCommitTimestamp": 20})),
+            Action::DomainMetadata(DomainMetadata {
+                domain: ROW_TRACKING_DOMAIN.into(),
+                configuration: r#"{"rowIdHighWaterMark":9}"#.into(),
+                removed: false,
+            }),
+        ])
+        .unwrap();
+        assert_eq!((s.last_ict, s.row_id_high_water_mark), (Some(20), 9));
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(1) <= Duration::from_millis(10));
+        assert!(backoff(30) <= Duration::from_millis(1000));
+        assert!(backoff(30) >= Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,319 @@
+//! Snapshot loading at the edges: empty or missing logs, gaps, checkpoints
+//! with later commits, a `_last_checkpoint` that lies, time travel out of
+//! range, and the same (path, DV id) added and removed again.
+
+use std::fs;
+
+use deltadv::io::block_on;
+use deltadv::log::path::LogPath;
+use deltadv::table::snapshot::Snapshot;
+use deltadv::write::checkpoint;
+use deltadv::Error;
+use serde_json::json;
+
+use crate::fixture::{add, inline_dv, now_ms, paths, remove, Table};
+
+fn corrupt(e: Error) -> (String, String) {
+    match e {
+        Error::CorruptLog { file, detail } => (file, detail),
+        other => panic!("expected CorruptLog, got {other:?}"),
+    }
+}
+
+/// A table with commits 0..=3: f0 at v0, f1 at v1, f0 removed at v2, f2 at v3.
+fn four_commits() -> Table {
+    let t = Table::new();
+    t.create(json!({}), &[add("f0.parquet", 10, 5, None)]);
+    t.commit(1, &[add("f1.parquet", 10, 5, None)]);
+    t.commit(2, &[remove("f0.parquet", now_ms(), None)]);
+    t.commit(3, &[add("f2.parquet", 10, 5, None)]);
+    t
+}
+
+#[test]
+fn empty_log_dir_is_not_a_table() {
+    let t = Table::new();
+    fs::create_dir(t.dir.path().join("_delta_log")).unwrap();
+    match t.load(None).unwrap_err() {
+        Error::NotATable(m) => {
+            assert!(m.contains("has no _delta_log with commits"), "{m}");
+            assert!(m.contains(t.root()), "names the table: {m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Only files that are not log files (a stray temp file, a CRC without its
+    // commit does count as a log file, so use something else).
+    fs::write(t.dir.path().join("_delta_log/.tmp-upload"), b"x").unwrap();
+    assert!(matches!(t.load(None).unwrap_err(), Error::NotATable(_)));
+}
+
+#[test]
+fn missing_root_is_not_a_table_and_says_so() {
+    let t = Table::new();
+    let gone = t.dir.path().join("nope");
+    let store = deltadv::io::TableStore::open(gone.to_str().unwrap(), &Default::default()).unwrap();
+    match block_on(Snapshot::load(store, None)).unwrap().unwrap_err() {
+        Error::NotATable(m) => assert!(m.contains("the path does not exist"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn version_gap_names_the_missing_commit() {
+    let t = four_commits();
+    fs::remove_file(t.log_file(&LogPath::commit(2))).unwrap();
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "00000000000000000002.json");
+    assert_eq!(detail, "missing: the log jumps from version 1 to 3");
+    // Versions before the gap still load.
+    let s = t.load(Some(1)).unwrap();
+    assert_eq!(s.version(), 1);
+    assert_eq!(paths(&s), ["f0.parquet", "f1.parquet"]);
+}
+
+#[test]
+fn missing_first_commit_without_checkpoint_is_corrupt() {
+    let t = four_commits();
+    fs::remove_file(t.log_file(&LogPath::commit(0))).unwrap();
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "00000000000000000000.json");
+    assert_eq!(detail, "missing: the log jumps from version 0 to 1");
+}
+
+/// Checkpoint at 2 written by us, commits 0-1 cleaned up, one commit after.
+fn checkpointed() -> Table {
+    let t = four_commits();
+    let at2 = t.load(Some(2)).unwrap();
+    block_on(checkpoint::write(&at2)).unwrap().unwrap();
+    for v in 0..2 {
+        fs::remove_file(t.log_file(&LogPath::commit(v))).unwrap();
+    }
+    t
+}
+
+#[test]
+fn checkpoint_plus_later_commits() {
+    let t = checkpointed();
+    let s = t.load(None).unwrap();
+    assert_eq!(s.version(), 3);
+    assert_eq!(s.segment().checkpoint_version, Some(2));
+    let commits: Vec<u64> = s.segment().commits.iter().map(|f| f.version).collect();
+    assert_eq!(commits, [3]);
+    assert_eq!(paths(&s), ["f1.parquet", "f2.parquet"]);
+    // The tombstone of f0 came through the checkpoint.
+    let tombstones: Vec<&str> = s.tombstones().iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(tombstones, ["f0.parquet"]);
+    // A later commit removing a checkpoint file shadows its row.
+    t.commit(4, &[remove("f1.parquet", 4_000, None)]);
+    let s = t.load(None).unwrap();
+    assert_eq!(paths(&s), ["f2.parquet"]);
+    assert_eq!(s.num_files(), 1);
+    assert_eq!(s.logical_rows(), Some(5));
+}
+
+#[test]
+fn time_travel_before_the_oldest_checkpoint_is_version_not_found() {
+    let t = checkpointed();
+    for v in [0, 1] {
+        match t.load(Some(v)).unwrap_err() {
+            Error::VersionNotFound(m) => {
+                assert!(
+                    m.contains(&format!("version {v}")) && m.contains("earliest available is 2"),
+                    "{m}"
+                )
+            }
+            other => panic!("version {v}: {other:?}"),
+        }
+    }
+    // The checkpoint's own version loads from the checkpoint alone.
+    let s = t.load(Some(2)).unwrap();
+    assert_eq!(s.segment().commits.len(), 0);
+    assert_eq!(paths(&s), ["f1.parquet"]);
+}
+
+#[test]
+fn time_travel_after_latest_is_version_not_found() {
+    let t = four_commits();
+    match t.load(Some(4)).unwrap_err() {
+        Error::VersionNotFound(m) => {
+            assert_eq!(m, "version 4 requested, the latest is 3")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(t.load(Some(3)).unwrap().version(), 3);
+}
+
+#[test]
+fn last_checkpoint_pointing_at_a_missing_checkpoint_is_ignored() {
+    let t = four_commits();
+    let hint = t.log_file(&LogPath::LastCheckpoint);
+    // Ahead of the log, and behind it: neither checkpoint exists.
+    for version in [9, 1] {
+        fs::write(&hint, json!({"version": version, "size": 3}).to_string()).unwrap();
+        let s = t.load(None).unwrap();
+        assert_eq!(s.version(), 3, "hint at {version}");
+        assert_eq!(s.segment().checkpoint_version, None);
+        assert_eq!(paths(&s), ["f1.parquet", "f2.parquet"]);
+    }
+}
+
+#[test]
+fn last_checkpoint_with_wrong_size_or_parts_is_corrupt() {
+    let t = checkpointed();
+    let hint = t.log_file(&LogPath::LastCheckpoint);
+    let real: serde_json::Value = serde_json::from_slice(&fs::read(&hint).unwrap()).unwrap();
+    let real_size = real["size"].as_u64().unwrap();
+    // protocol, metaData, add f1, remove f0
+    assert_eq!(real_size, 4);
+    fs::write(&hint, json!({"version": 2, "size": 99}).to_string()).unwrap();
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "_delta_log/00000000000000000002.checkpoint.parquet");
+    assert_eq!(
+        detail,
+        "_last_checkpoint says the checkpoint holds 99 actions, it holds 4"
+    );
+    fs::write(&hint, json!({"version": 2, "parts": 3}).to_string()).unwrap();
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "00000000000000000002.checkpoint.parquet");
+    assert_eq!(
+        detail,
+        "_last_checkpoint says version 2 has 3 parts, the listed checkpoint has 1"
+    );
+    fs::write(&hint, b"{not json").unwrap();
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "_delta_log/_last_checkpoint");
+    assert!(detail.starts_with("not valid JSON"), "{detail}");
+}
+
+#[test]
+fn truncated_checkpoint_is_a_parquet_error_naming_it() {
+    let t = checkpointed();
+    let path = t.log_file(&LogPath::checkpoint(2));
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    match t.load(None).unwrap_err() {
+        Error::Parquet { file, .. } => {
+            assert_eq!(file, "_delta_log/00000000000000000002.checkpoint.parquet")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn same_path_and_dv_added_removed_and_added_again() {
+    let t = Table::new();
+    let d1 = inline_dv(&[0]);
+    let d2 = inline_dv(&[0, 1]);
+    t.create(json!({}), &[add("f.parquet", 10, 5, None)]);
+    // v1: a DV replaces the plain file.
+    t.commit(
+        1,
+        &[
+            remove("f.parquet", 1, None),
+            add("f.parquet", 10, 5, Some(&d1)),
+        ],
+    );
+    // v2: the DV grows.
+    t.commit(
+        2,
+        &[
+            remove("f.parquet", 2, Some(&d1)),
+            add("f.parquet", 10, 5, Some(&d2)),
+        ],
+    );
+    let s = t.load(None).unwrap();
+    let files = s.files().unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        files[0].add.deletion_vector.as_ref().map(|d| d.unique_id()),
+        Some(d2.unique_id())
+    );
+    assert_eq!(s.logical_rows(), Some(3));
+    let mut tombstones: Vec<(String, Option<String>)> = s
+        .tombstones()
+        .iter()
+        .map(|r| {
+            (
+                r.path.clone(),
+                r.deletion_vector.as_ref().map(|d| d.unique_id()),
+            )
+        })
+        .collect();
+    tombstones.sort();
+    assert_eq!(
+        tombstones,
+        [
+            ("f.parquet".to_string(), None),
+            ("f.parquet".to_string(), Some(d1.unique_id()))
+        ]
+    );
+    // v3: committing an existing (path, DV) again (a metadata update) is legal
+    // and keeps one live file, with the newer action's fields.
+    let mut again = add("f.parquet", 10, 5, Some(&d2));
+    again["add"]["tags"] = json!({"note": "restated"});
+    t.commit(3, &[again]);
+    let s = t.load(None).unwrap();
+    assert_eq!(s.num_files(), 1);
+    assert_eq!(s.logical_rows(), Some(3));
+    let tags = s.files().unwrap()[0].add.tags.clone().unwrap();
+    assert_eq!(tags.get("note"), Some(&Some("restated".to_string())));
+    // v4: the same add twice in one commit is harmless (one live file) ...
+    t.commit(
+        4,
+        &[add("g.parquet", 10, 5, None), add("g.parquet", 10, 5, None)],
+    );
+    assert_eq!(paths(&t.load(None).unwrap()), ["f.parquet", "g.parquet"]);
+    // ... but with two different DVs it is a corrupt commit, named.
+    t.commit(
+        5,
+        &[
+            add("h.parquet", 10, 5, Some(&d1)),
+            add("h.parquet", 10, 5, Some(&d2)),
+        ],
+    );
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert_eq!(file, "_delta_log/00000000000000000005.json");
+    assert!(
+        detail.contains("h.parquet is added twice in one commit")
+            && detail.contains(&d1.unique_id())
+            && detail.contains(&d2.unique_id()),
+        "{detail}"
+    );
+}
+
+#[test]
+fn snapshot_through_a_checkpoint_keeps_dv_identity() {
+    // A checkpoint row (f, d1) shadowed by a later (remove d1, add d2).
+    let t = Table::new();
+    let d1 = inline_dv(&[1]);
+    let d2 = inline_dv(&[1, 2, 3]);
+    t.create(json!({}), &[add("f.parquet", 10, 5, Some(&d1))]);
+    t.commit(1, &[add("g.parquet", 10, 7, None)]);
+    block_on(checkpoint::write(&t.load(None).unwrap()))
+        .unwrap()
+        .unwrap();
+    t.commit(
+        2,
+        &[
+            remove("f.parquet", 5, Some(&d1)),
+            add("f.parquet", 10, 5, Some(&d2)),
+        ],
+    );
+    let s = t.load(None).unwrap();
+    assert_eq!(s.segment().checkpoint_version, Some(1));
+    let mut ids: Vec<(String, Option<String>)> = s
+        .files()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.path, f.add.deletion_vector.map(|d| d.unique_id())))
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            ("f.parquet".to_string(), Some(d2.unique_id())),
+            ("g.parquet".to_string(), None)
+        ]
+    );
+    assert_eq!(s.logical_rows(), Some(2 + 7));
+}
