@@ -22,3 +22,4 @@ mod scan_row_index;
 mod snapshot_edges;
 mod store_edges;
 mod stores;
+mod writer;

@@ -1,0 +1,184 @@
+//! The data-file writer end to end on local disk: streamed batches become
+//! rolled, partitioned files whose rows and stats read back; appends commit as
+//! blind appends; a failing input stream leaves no file behind.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use deltadv::io::{block_on, TableStore};
+use deltadv::scan::{read_snapshot, ScanSpec};
+use deltadv::table::snapshot::Snapshot;
+use deltadv::write::data::WriterOptions;
+use deltadv::write::files::{write_table, SaveMode, WriteOptions};
+use serde_json::Value;
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("g", DataType::Utf8, true),
+    ]))
+}
+
+fn batch(ids: std::ops::Range<i64>) -> RecordBatch {
+    let g: Vec<Option<String>> = ids
+        .clone()
+        .map(|i| (i % 3 != 2).then(|| format!("g{}", i % 3)))
+        .collect();
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(ids)) as ArrayRef,
+            Arc::new(StringArray::from(g)),
+        ],
+    )
+    .unwrap()
+}
+
+fn data_files(root: &std::path::Path) -> usize {
+    fn walk(p: &std::path::Path, n: &mut usize) {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() && !path.ends_with("_delta_log") {
+                walk(&path, n);
+            } else if path.extension().is_some_and(|x| x == "parquet") {
+                *n += 1;
+            }
+        }
+    }
+    let mut n = 0;
+    walk(root, &mut n);
+    n
+}
+
+fn ids(snapshot: &Snapshot) -> Vec<i64> {
+    let spec = ScanSpec::for_snapshot(snapshot, Some(vec!["id".into()]));
+    let batches = block_on(read_snapshot(snapshot, &spec)).unwrap().unwrap();
+    let mut out: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn streamed_batches_become_rolled_partitioned_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let batches = (0..10).map(|i| Ok::<_, ArrowError>(batch(i * 100..(i + 1) * 100)));
+    let options = WriteOptions {
+        partition_by: vec!["g".into()],
+        writer: WriterOptions {
+            max_rows_per_file: Some(150),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new(batches, schema());
+    assert_eq!(
+        block_on(write_table(&store, reader, &options))
+            .unwrap()
+            .unwrap(),
+        0
+    );
+    let snapshot = block_on(Snapshot::load(store.clone(), None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ids(&snapshot), (0..1000).collect::<Vec<_>>());
+    let files = snapshot.files().unwrap();
+    // 334 + 333 + 333 rows in three partitions, at most 150 rows a file
+    assert_eq!(files.len(), 3 + 3 + 3);
+    let mut total = 0;
+    for f in &files {
+        let stats: Value = serde_json::from_str(f.add.stats.as_deref().unwrap()).unwrap();
+        let n = stats["numRecords"].as_i64().unwrap();
+        assert!(n <= 150, "{n}");
+        total += n;
+        assert!(stats["minValues"]["id"].as_i64() <= stats["maxValues"]["id"].as_i64());
+        assert_eq!(stats["nullCount"]["id"], 0);
+        assert!(
+            stats["minValues"].get("g").is_none(),
+            "partition columns have no stats"
+        );
+    }
+    assert_eq!(total, 1000);
+    assert_eq!(data_files(dir.path()), files.len());
+
+    // append: a blind append on top
+    let append = WriteOptions {
+        mode: SaveMode::Append,
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new([Ok(batch(1000..1010))], schema());
+    assert_eq!(
+        block_on(write_table(&store, reader, &append))
+            .unwrap()
+            .unwrap(),
+        1
+    );
+    let snapshot = block_on(Snapshot::load(store.clone(), None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ids(&snapshot).len(), 1010);
+    let history = block_on(snapshot.history(Some(1))).unwrap().unwrap();
+    assert_eq!(history[0]["operation"], "WRITE");
+    assert_eq!(history[0]["isBlindAppend"], true);
+    assert_eq!(history[0]["operationParameters"]["mode"], "Append");
+}
+
+#[test]
+fn a_failing_stream_leaves_no_file_and_no_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let batches = (0..5)
+        .map(|i| Ok(batch(i * 10..(i + 1) * 10)))
+        .chain([Err(ArrowError::ComputeError("the source broke".into()))]);
+    let options = WriteOptions {
+        writer: WriterOptions {
+            max_rows_per_file: Some(10),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new(batches, schema());
+    let err = block_on(write_table(&store, reader, &options))
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the source broke"), "{err}");
+    assert_eq!(data_files(dir.path()), 0);
+    assert!(!dir.path().join("_delta_log").exists());
+}
+
+#[test]
+fn an_existing_table_is_not_overwritten_and_append_needs_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let append = WriteOptions {
+        mode: SaveMode::Append,
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
+    let err = block_on(write_table(&store, reader, &append))
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, deltadv::Error::NotATable(_)), "{err}");
+    let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
+    block_on(write_table(&store, reader, &WriteOptions::default()))
+        .unwrap()
+        .unwrap();
+    let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
+    let err = block_on(write_table(&store, reader, &WriteOptions::default()))
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, deltadv::Error::TableExists(_)), "{err}");
+    assert_eq!(data_files(dir.path()), 1);
+}
