@@ -13,7 +13,7 @@
 //! | [`io`]              | the only module that reads storage                            | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read        | yes |
-//! | [`write`]           | commits, the conflict checker, DELETE, checkpoints            | yes |
+//! | [`write`]           | commits, the conflict checker, data files + stats, appends, DELETE, checkpoints | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::Add;
 use crate::log::replay::normalize_path;
-use crate::log::schema::StructType;
+use crate::log::schema::{StructType, COLUMN_MAPPING_MODE_KEY};
 use crate::table::snapshot::Snapshot;
 
 /// What to do about a table that exists (or not) where data is written.
@@ -95,6 +95,16 @@ pub async fn target(
             let schema = schema.ok_or_else(|| {
                 Error::InvalidArgument("creating a table needs the data's schema".into())
             })?;
+            let mapped = options
+                .configuration
+                .get(COLUMN_MAPPING_MODE_KEY)
+                .is_some_and(|m| !m.eq_ignore_ascii_case("none"));
+            if mapped {
+                return Err(Error::Unsupported(format!(
+                    "creating a table with {COLUMN_MAPPING_MODE_KEY} (deltadv does not assign \
+                     physical names; create it with Delta Spark, then append)"
+                )));
+            }
             let layout = TableLayout::new_table(
                 schema.clone(),
                 options.partition_by.clone(),

@@ -9,6 +9,12 @@
 //!
 //! [`conflict`] decides, without I/O, whether a transaction that lost the race
 //! for a version may proceed, must rebase row-level changes, or conflicts.
+//!
+//! Data: [`data`] turns Arrow batches into parquet data files and their add
+//! actions (with Delta stats); [`files`] writes then commits them (creating the
+//! table with [`create`] or appending with [`append`]), removing the files of
+//! a commit that failed. Data files, like DV files, are new uniquely named
+//! objects until a commit references them.
 
 pub mod append;
 pub mod checkpoint;
