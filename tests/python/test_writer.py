@@ -217,15 +217,16 @@ def test_partitions_as_delta_spark_writes_them(delta_spark: Any, tmp_path: Path)
         assert (ours / unquote(a["path"])).is_file()
 
 
+@pytest.mark.parametrize("mapping", ["name", "id"])
 def test_append_to_a_column_mapped_table_made_by_delta_spark(
-    delta_spark: Any, tmp_path: Path
+    delta_spark: Any, tmp_path: Path, mapping: str
 ) -> None:
     spark = delta_spark
     path = tmp_path / "cm"
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT, `Odd Name` STRING, s STRUCT<a: INT, b: STRING>, "
         "p STRING) USING delta PARTITIONED BY (p) "
-        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', "
+        f"TBLPROPERTIES ('delta.columnMapping.mode' = '{mapping}', 'delta.minReaderVersion' = '2', "
         "'delta.minWriterVersion' = '5')"
     )
     spark.sql(
@@ -395,3 +396,32 @@ def test_commit_files_appends_files_written_elsewhere(tmp_path: Path) -> None:
     assert commit_files(root, more, mode="append") == 1
     t = deltadv.DeltaTable(root)
     assert sorted(t.to_pyarrow_table()["id"].to_pylist()) == [0, 1, 10, 11, 20]
+
+
+def test_append_to_a_row_tracking_ict_table_made_by_delta_spark(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    spark = delta_spark
+    path = str(tmp_path / "rt")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+        "'delta.enableRowTracking' = 'true', 'delta.enableInCommitTimestamps' = 'true', "
+        "'delta.enableDeletionVectors' = 'true')"
+    )
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (0, 'a'), (1, 'b')")
+    write_table(
+        path, pa.table({"id": pa.array([2, 3, 4], pa.int64()), "s": ["c", "d", "e"]}), mode="append"
+    )
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (5, 'f')")
+
+    def row_ids() -> dict[int, int]:
+        df = spark.read.format("delta").load(path).select("id", "_metadata.row_id")
+        return {r["id"]: r["row_id"] for r in df.collect()}
+
+    ids = row_ids()
+    assert sorted(ids) == [0, 1, 2, 3, 4, 5]
+    assert sorted(ids.values()) == list(range(6)), ids  # fresh, distinct ids, Spark's continue
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()
+    assert [h["operation"] for h in history][-2:] == ["WRITE", "WRITE"]
+    stamps = [h["timestamp"] for h in history]
+    assert stamps == sorted(stamps)
