@@ -182,3 +182,19 @@ fn an_existing_table_is_not_overwritten_and_append_needs_one() {
     assert!(matches!(err, deltadv::Error::TableExists(_)), "{err}");
     assert_eq!(data_files(dir.path()), 1);
 }
+
+#[test]
+fn a_column_mapped_table_is_not_created_without_physical_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let options = WriteOptions {
+        configuration: [("delta.columnMapping.mode".to_string(), "name".to_string())].into(),
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
+    let err = block_on(write_table(&store, reader, &options))
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, deltadv::Error::Unsupported(_)), "{err}");
+    assert_eq!(data_files(dir.path()), 0);
+}
