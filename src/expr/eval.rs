@@ -59,11 +59,11 @@ fn scalar(v: &Val, dt: &ArrowType) -> Result<ArrayRef> {
                 .map_err(arrow_error)?,
         ),
         ArrowType::Float32 => match v {
-            Val::Float(f) => Arc::new(Float32Array::from(vec![*f as f32])),
+            Val::Float(f) => Arc::new(Float32Array::from(vec![*f as f32 + 0.0])),
             _ => return Err(bad()),
         },
         ArrowType::Float64 => match v {
-            Val::Float(f) => Arc::new(Float64Array::from(vec![*f])),
+            Val::Float(f) => Arc::new(Float64Array::from(vec![*f + 0.0])),
             _ => return Err(bad()),
         },
         ArrowType::Utf8 => match v {
@@ -84,6 +84,19 @@ fn scalar(v: &Val, dt: &ArrowType) -> Result<ArrayRef> {
         },
         _ => return Err(bad()),
     })
+}
+
+/// Float columns with -0.0 read as 0.0 (adding 0.0 does exactly that, NaN
+/// and everything else unchanged). arrow orders floats totally, -0.0 below
+/// 0.0; Spark compares -0.0 equal to 0.0 and, like arrow, NaN equal to NaN
+/// and above every number.
+fn zero_without_sign(a: ArrayRef) -> Result<ArrayRef> {
+    let zero: ArrayRef = match a.data_type() {
+        ArrowType::Float32 => Arc::new(Float32Array::from(vec![0.0f32])),
+        ArrowType::Float64 => Arc::new(Float64Array::from(vec![0.0f64])),
+        _ => return Ok(a),
+    };
+    arrow_arith::numeric::add(&a, &Scalar::new(zero)).map_err(arrow_error)
 }
 
 fn column_array(batch: &RecordBatch, c: &BoundColumn) -> Result<ArrayRef> {
@@ -175,7 +188,7 @@ impl Predicate {
             Node::Not(inner) => boolean::not(&self.eval(inner, batch)?).map_err(arrow_error),
             Node::IsNull { col } => boolean::is_null(column(*col)?.as_ref()).map_err(arrow_error),
             Node::Cmp { col, op, value } => {
-                let a = column(*col)?;
+                let a = zero_without_sign(column(*col)?)?;
                 match value {
                     None if *op == Op::NullSafeEq => {
                         boolean::is_null(a.as_ref()).map_err(arrow_error)
@@ -192,7 +205,7 @@ impl Predicate {
                 values,
                 has_null,
             } => {
-                let a = column(*col)?;
+                let a = zero_without_sign(column(*col)?)?;
                 let mut acc = if *has_null {
                     BooleanArray::new_null(rows)
                 } else {
@@ -317,6 +330,41 @@ mod tests {
         assert_eq!(rows("x > 1"), vec![1, 2, 4]);
         assert_eq!(rows("x < 0"), vec![5]);
         assert_eq!(rows("x IN (CAST('NaN' AS DOUBLE), -0.5)"), vec![2, 5]);
+    }
+
+    #[test]
+    fn negative_zero_equals_zero_as_in_spark() {
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("x", ArrowType::Float64, true),
+                Field::new("f", ArrowType::Float32, true),
+            ])),
+            vec![
+                Arc::new(Float64Array::from(vec![
+                    Some(-0.0),
+                    Some(0.0),
+                    Some(f64::NAN),
+                    None,
+                ])),
+                Arc::new(Float32Array::from(vec![
+                    Some(-0.0),
+                    Some(0.0),
+                    Some(f32::NAN),
+                    None,
+                ])),
+            ],
+        )
+        .unwrap();
+        let truth = |text: &str| -> Vec<Option<bool>> {
+            bind(text).unwrap().evaluate(&b).unwrap().iter().collect()
+        };
+        let (t, f) = (Some(true), Some(false));
+        assert_eq!(truth("x = 0"), vec![t, t, f, None]);
+        assert_eq!(truth("x = -0.0"), vec![t, t, f, None]);
+        assert_eq!(truth("x < 0"), vec![f, f, f, None]);
+        assert_eq!(truth("f <=> -0.0"), vec![t, t, f, f]);
+        assert_eq!(truth("f IN (0)"), vec![t, t, f, None]);
+        assert_eq!(truth("f = CAST('NaN' AS DOUBLE)"), vec![f, f, t, None]);
     }
 
     #[test]
