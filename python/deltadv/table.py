@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,6 +20,19 @@ from deltadv._core import (
 
 #: DV files are cut at about this size (bytes), as in the reference implementation.
 DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
+
+#: A scan filter: SQL text in deltadv's subset, or an expression tree in its JSON
+#: form (a dict; see the Rust crate's ``expr`` module docs).
+Filter = str | Mapping[str, Any]
+
+
+def _filter_args(filter: Filter | None) -> tuple[str | None, str | None]:
+    """``filter`` as the native calls take it: (SQL text, tree JSON)."""
+    if filter is None or isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, Mapping):
+        return None, _json.dumps(filter, allow_nan=False)
+    raise TypeError(f"filter must be SQL text or an expression tree (dict), not {filter!r}")
 
 
 class ScanTask:
@@ -185,38 +199,44 @@ class DeltaTable:
         return dict(self._raw.deletion_vectors())
 
     def scan(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
         ``filter`` is a predicate in a small SQL subset: ``column op literal``
         (``= != <> < <= > >= <=>``), ``IN (...)``, ``IS [NOT] NULL``,
         ``BETWEEN``, combined with ``AND``/``OR``/``NOT`` and parentheses, e.g.
-        ``"part = 'a' AND (x > 1.5 OR d >= DATE '2024-01-01')"``. Only matching
+        ``"part = 'a' AND (x > 1.5 OR d >= DATE '2024-01-01')"`` (the grammar is
+        documented once, in the Rust crate's ``expr`` module), or the same
+        predicate as an expression tree in its JSON form (a dict, as
+        :mod:`deltadv.datasource` builds from Spark's filters). Only matching
         rows are returned; files and row groups it rules out (by partition
         values, file statistics and parquet row-group statistics) are not read.
         """
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter))
+        sql, tree = _filter_args(filter)
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, False, tree))
 
     def to_pyarrow_table(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`),
         as deltalake's ``to_pyarrow_table``."""
         return self.scan(columns, filter).read_all()
 
-    def to_pyarrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
+    def to_pyarrow(
+        self, columns: list[str] | None = None, filter: Filter | None = None
+    ) -> pa.Table:
         """Alias of :meth:`to_pyarrow_table` (deltadv's earlier name)."""
         return self.to_pyarrow_table(columns, filter)
 
-    def to_pandas(self, columns: list[str] | None = None, filter: str | None = None) -> Any:
+    def to_pandas(self, columns: list[str] | None = None, filter: Filter | None = None) -> Any:
         """The table's rows (DVs applied) as a pandas DataFrame (needs pandas)."""
         return self.to_pyarrow_table(columns, filter).to_pandas()
 
     def scan_tasks(
         self,
         columns: list[str] | None = None,
-        filter: str | None = None,
+        filter: Filter | None = None,
         *,
         filter_rows: bool = True,
         split_size: int | None = None,
@@ -229,16 +249,18 @@ class DeltaTable:
         caller applies it to the rows, as Spark does; predicates that do not bind
         are then ignored instead of raising. ``with_metadata`` adds each row's
         ``_row_index`` (physical index in its file) and ``_file_path`` columns."""
-        tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size, with_metadata)
+        sql, tree = _filter_args(filter)
+        tasks = self._raw.scan_tasks(columns, sql, filter_rows, split_size, with_metadata, tree)
         options = self._raw.storage_options
         return [ScanTask(t, options) for t in tasks]
 
     def scan_with_row_index(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.RecordBatchReader:
         """Like :meth:`scan`, plus ``_row_index`` (the row's physical index in its
         data file) and ``_file_path`` (the data file) columns, for targeted DML."""
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter, True))
+        sql, tree = _filter_args(filter)
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, True, tree))
 
     def delete(
         self,
