@@ -10,6 +10,7 @@
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
 //! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
 //! | [`log`]             | actions, segments, replay, schema, table features             | no  |
+//! | [`expr`]            | predicates: SQL (sqlparser) or JSON → tree, binding, pruning, Arrow evaluation | no |
 //! | [`io`]              | the only module that reads storage                            | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read        | yes |
@@ -30,6 +31,7 @@
 
 pub mod codec;
 pub mod error;
+pub mod expr;
 pub mod format;
 pub mod io;
 pub mod log;

@@ -16,7 +16,7 @@
 
 use deltadv::log::actions::{self, Action, RecordCount, Stats};
 use deltadv::log::schema::{ColumnMappingMode, StructType};
-use deltadv::scan::predicate::{Binding, FileStats, Predicate};
+use deltadv::expr::{Binding, FileStats, Predicate};
 use libfuzzer_sys::fuzz_target;
 
 const SCHEMA: &str = r#"{"type":"struct","fields":[

@@ -4,7 +4,9 @@
 //! Input: the bytes as (lossy) UTF-8 predicate text. Properties:
 //! * `Expr::parse` never panics or overflows the stack (nesting is limited);
 //! * a parsed predicate prints as text that parses back to the same tree
-//!   (or, since printing adds parentheses, hits the nesting limit);
+//!   (or, since printing adds parentheses, hits the nesting limit), and its
+//!   JSON form reads back to the same tree (unless nested past serde_json's
+//!   limit) and binds to the same columns;
 //! * binding to a fixed schema (strict and lenient) never panics;
 //! * evaluation over a 3-row batch returns one result per row, and pruning
 //!   is sound: for every row the predicate keeps, `may_match` with that row's
@@ -18,7 +20,7 @@ use arrow_array::{
     RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use deltadv::log::schema::{ColumnMappingMode, StructType};
-use deltadv::scan::predicate::{Binding, ColumnStats, Expr, Predicate, Val};
+use deltadv::expr::{Binding, ColumnStats, Expr, Filter, Predicate, Val};
 use libfuzzer_sys::fuzz_target;
 
 const SCHEMA: &str = r#"{"type":"struct","fields":[
@@ -98,6 +100,14 @@ fuzz_target!(|data: &[u8]| {
         ),
     }
 
+    let json = expr.to_json().expect("a tree always serializes");
+    match Expr::from_json(&json) {
+        Ok(again) => assert_eq!(again, expr, "{text:?} as JSON {json}"),
+        // serde_json reads at most 128 nested JSON values; deeper trees exist
+        // only near MAX_PREDICATE_DEPTH.
+        Err(e) => assert!(e.to_string().contains("recursion limit"), "{text:?}: {e}"),
+    }
+
     let Ok(schema) = StructType::parse(SCHEMA) else {
         return;
     };
@@ -117,6 +127,16 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         let _ = p.partition_only();
+        // The tree binds as its text does.
+        let tree = Predicate::bind(
+            &Filter::Expr(expr.clone()),
+            &schema,
+            &partitions,
+            ColumnMappingMode::None,
+            binding,
+        )
+        .expect("the tree of a predicate that binds also binds");
+        assert_eq!(tree.columns(), p.columns(), "{text:?}");
         let unknown = p.may_match(&|_| None);
         let Ok(result) = p.evaluate(&batch) else {
             continue;

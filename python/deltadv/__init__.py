@@ -37,13 +37,14 @@ from deltadv.exceptions import (
     UnsupportedPredicateError,
     VersionNotFoundError,
 )
-from deltadv.table import DeltaTable, ScanTask
+from deltadv.table import DeleteTask, DeltaTable, ScanTask
 
 __all__ = [
     "CommitConflictError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
+    "DeleteTask",
     "DeletionVector",
     "DeletionVectorDescriptor",
     "DeltaDVError",

@@ -171,12 +171,14 @@ class RawDeltaTable:
         filter_rows: bool = True,
         split_size: int | None = None,
         with_metadata: bool = False,
+        filter_json: str | None = None,
     ) -> list[str]: ...
     def scan(
         self,
         columns: list[str] | None = None,
         filter: str | None = None,
         with_metadata: bool = False,
+        filter_json: str | None = None,
     ) -> ArrowStream: ...
     def delete_rows(
         self,

@@ -35,8 +35,10 @@ Options (keys are case-insensitive, as everywhere in Spark):
 Any other option is an error, so a misspelt one cannot be silently ignored.
 
 Filter pushdown (``option("filterPushdown", "true")``): Spark hands the reader the
-query's simple filters (``pushFilters``); those deltadv can express become one
-predicate that planning uses to skip partitions, files and row groups. Every
+query's simple filters (``pushFilters``); those deltadv can express (comparisons,
+``<=>``, ``IN``, ``IS [NOT] NULL`` and ``NOT`` of them; not the string pattern
+filters) become one expression tree, passed to Rust in its JSON form with
+every value exact, that planning uses to skip partitions, files and row groups. Every
 filter is still reported back as unhandled, so Spark evaluates all of them on the
 rows read: pushdown only prunes. PySpark calls ``pushFilters`` only with
 ``spark.sql.python.filterPushdown.enabled`` on, and refuses such a reader when it
@@ -55,11 +57,9 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import math
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -113,15 +113,11 @@ KNOWN_KEYS = frozenset(
 
 
 # --------------------------------------------------------------------------------------
-# Spark filters -> deltadv predicate string
+# Spark filters -> deltadv expression tree (JSON form)
 # --------------------------------------------------------------------------------------
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Words of the predicate grammar: a column named like one of these is back-quoted.
-_KEYWORDS = frozenset(
-    {"and", "or", "not", "in", "is", "null", "true", "false", "between"}
-    | {"date", "timestamp", "timestamp_ntz"}
-)
+#: An expression tree in its JSON form (documented in the Rust crate's ``expr`` module).
+Expression = dict[str, Any]
 
 _Comparison = (
     EqualTo | EqualNullSafe | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
@@ -137,20 +133,13 @@ _OPERATORS: dict[type[Filter], str] = {
 
 
 class _Unsupported(Exception):
-    """A filter or value the predicate grammar cannot express (it is not pushed)."""
+    """A filter or value the expression tree cannot hold (it is not pushed)."""
 
 
-def _column(path: Sequence[str]) -> str:
-    """``("a", "b c")`` -> ``a.`b c```: identifiers bare, anything else back-quoted."""
+def _column(path: Sequence[str]) -> Expression:
     if not path:
         raise _Unsupported("empty column reference")
-    parts = []
-    for name in path:
-        if _IDENTIFIER.match(name) and name.lower() not in _KEYWORDS:
-            parts.append(name)
-        else:
-            parts.append("`" + name.replace("`", "``") + "`")
-    return ".".join(parts)
+    return {"column": list(path)}
 
 
 def _date(d: dt.date) -> str:
@@ -162,77 +151,78 @@ def _time(t: dt.datetime) -> str:
     return s + (f".{t.microsecond:06d}" if t.microsecond else "")
 
 
-def _literal(value: object) -> str:
-    """A Python value as a predicate literal; ``_Unsupported`` for what has none.
+def _literal(value: object) -> Expression:
+    """A Python value as a literal node, exactly; ``_Unsupported`` for what has none.
 
     PySpark decodes pushed values from a Variant cast to the column's type:
     ``timestamp`` columns give timezone-aware datetimes (UTC), ``timestamp_ntz``
-    columns naive ones, so awareness alone picks ``TIMESTAMP`` or ``TIMESTAMP_NTZ``.
+    columns naive ones, so awareness alone picks ``timestamp`` or ``timestamp_ntz``.
+    Numbers travel as text: ints and Decimals as their exact digits, floats as the
+    shortest text that round-trips (``nan``, ``inf`` and ``-inf`` included).
     """
+    lit: object
     if value is None:
-        return "NULL"
-    if isinstance(value, bool):  # before int: bool is an int
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _Unsupported(f"non-finite float {value!r}")
-        text = repr(value)  # shortest text that round-trips the double
-        return text.replace("e+", "e")
-    if isinstance(value, decimal.Decimal):
+        lit = "null"
+    elif isinstance(value, bool):  # before int: bool is an int
+        lit = {"bool": value}
+    elif isinstance(value, int):
+        lit = {"number": str(value)}
+    elif isinstance(value, float):
+        lit = {"double": repr(value)}
+    elif isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise _Unsupported(f"non-finite decimal {value!r}")
-        return format(value, "f")
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, dt.datetime):  # before date: datetime is a date
+        lit = {"number": format(value, "f")}
+    elif isinstance(value, str):
+        lit = {"string": value}
+    elif isinstance(value, (bytes, bytearray)):
+        lit = {"binary": bytes(value).hex()}
+    elif isinstance(value, dt.datetime):  # before date: datetime is a date
         if value.tzinfo is None or value.utcoffset() is None:
-            return f"TIMESTAMP_NTZ '{_time(value)}'"
-        try:
-            utc = value.astimezone(dt.timezone.utc)
-        except OverflowError:  # within a day of year 1 or 9999
-            raise _Unsupported(f"timestamp {value!r} out of range in UTC") from None
-        return f"TIMESTAMP '{_time(utc)}Z'"
-    if isinstance(value, dt.date):
-        return f"DATE '{_date(value)}'"
-    raise _Unsupported(f"no literal for {type(value).__name__} values")
+            lit = {"timestamp_ntz": _time(value)}
+        else:
+            try:
+                utc = value.astimezone(dt.timezone.utc)
+            except OverflowError:  # within a day of year 1 or 9999
+                raise _Unsupported(f"timestamp {value!r} out of range in UTC") from None
+            lit = {"timestamp": _time(utc) + "Z"}
+    elif isinstance(value, dt.date):
+        lit = {"date": _date(value)}
+    else:
+        raise _Unsupported(f"no literal for {type(value).__name__} values")
+    return {"literal": lit}
 
 
-def _convert(f: Filter) -> str:
+def _convert(f: Filter) -> Expression:
+    # PySpark 4.2 pushes no And/Or filters to Python data sources (a top-level
+    # AND arrives as separate filters; an OR is not pushed).
     if isinstance(f, Not):
-        return f"NOT ({_convert(f.child)})"
+        return {"not": _convert(f.child)}
     if isinstance(f, IsNull):
-        return f"{_column(f.attribute)} IS NULL"
+        return {"is_null": _column(f.attribute)}
     if isinstance(f, IsNotNull):
-        return f"{_column(f.attribute)} IS NOT NULL"
+        return {"not": {"is_null": _column(f.attribute)}}
     if isinstance(f, In):
-        # NULL in the list can never make IN true, and drops NOT IN to never-true,
-        # so leaving it out keeps the predicate's true set or widens it: safe to prune.
-        values = [v for v in f.value if v is not None]
-        if not values:
-            raise _Unsupported("IN with no non-null values")
-        return f"{_column(f.attribute)} IN ({', '.join(_literal(v) for v in values)})"
+        return {"in": {"value": _column(f.attribute), "list": [_literal(v) for v in f.value]}}
     if isinstance(f, _Comparison):
-        return _comparison(f)
-    # string patterns (LIKE) and anything newer than this module
+        return {
+            "cmp": {
+                "op": _OPERATORS[type(f)],
+                "left": _column(f.attribute),
+                "right": _literal(f.value),
+            }
+        }
+    # string patterns (StringStartsWith/EndsWith/Contains) and anything newer
     raise _Unsupported(f"{type(f).__name__} filters are not pushed")
 
 
-def _comparison(f: _Comparison) -> str:
-    op = _OPERATORS[type(f)]
-    if f.value is None:
-        if op == "<=>":
-            return f"{_column(f.attribute)} IS NULL"
-        raise _Unsupported("comparison with NULL")
-    return f"{_column(f.attribute)} {op} {_literal(f.value)}"
+def to_predicate(f: Filter) -> Expression | None:
+    """One Spark data source filter as a deltadv expression tree (its JSON form, a
+    dict), or None if it has none. Values keep their exact type and value: nothing
+    is rendered as SQL text.
 
-
-def to_predicate(f: Filter) -> str | None:
-    """One Spark data source filter as a deltadv predicate, or None if it has none.
-
-    >>> to_predicate(In(("part",), (1, 2)))
-    'part IN (1, 2)'
+    >>> to_predicate(EqualTo(("st", "a b"), 1.5))
+    {'cmp': {'op': '=', 'left': {'column': ['st', 'a b']}, 'right': {'literal': {'double': '1.5'}}}}
     """
     try:
         return _convert(f)
@@ -240,7 +230,7 @@ def to_predicate(f: Filter) -> str | None:
         return None
 
 
-def filters_to_predicate(filters: Iterable[Filter]) -> str | None:
+def filters_to_predicate(filters: Iterable[Filter]) -> Expression | None:
     """The AND of the filters deltadv can express (Spark's filter list is a
     conjunction, so dropping a member only widens it); None if there are none."""
     parts = [p for p in map(to_predicate, filters) if p is not None]
@@ -248,7 +238,7 @@ def filters_to_predicate(filters: Iterable[Filter]) -> str | None:
         return None
     if len(parts) == 1:
         return parts[0]
-    return " AND ".join(f"({p})" for p in parts)
+    return {"and": parts}
 
 
 # --------------------------------------------------------------------------------------
@@ -381,7 +371,7 @@ class DeltaDVPlainReader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self.predicate: str | None = None
+        self.predicate: Expression | None = None
 
     def partitions(self) -> list[InputPartition]:
         table = _open_table(self.options)

@@ -107,7 +107,7 @@ def read(
     else:
         task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
         task_df = task_df.repartition(len(tasks))
-        df = task_df.mapInArrow(_task_reader(table._raw.storage_options), spark_schema)
+        df = task_df.mapInArrow(_task_reader(tasks[0].storage_options), spark_schema)
     return df.filter(filter) if filter is not None else df
 
 
@@ -186,18 +186,16 @@ class DeltaTable:
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
         task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        reader = _task_reader(table._raw.storage_options)
+        reader = _task_reader(tasks[0].storage_options)
         rows = task_df.repartition(len(tasks)).mapInArrow(reader, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")
-        adds = table._raw.add_actions()
         files = sorted({json.loads(t.json)["path"] for t in tasks})
-        wanted = {p: adds[p] for p in files if p in adds}
+        delete_task = table.delete_task(
+            files, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
+        )
         parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
-        uri, options = table.table_uri, dict(table._raw.storage_options)
 
         def write_dvs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from deltadv._core import prepare_delete
-
             by_file: dict[str, list[int]] = {}
             for batch in batches:
                 paths = batch.column("_file_path").to_pylist()
@@ -206,15 +204,16 @@ class DeltaTable:
                     by_file.setdefault(path, []).append(index)
             if not by_file:
                 return
-            items = [(wanted[p], rows) for p, rows in by_file.items()]
-            prepared = prepare_delete(uri, options, items, inline_threshold, dv_file_target_size)
+            prepared = delete_task.prepare(by_file)
             yield pa.record_batch([pa.array(prepared, pa.string())], names=["prepared"])
 
         prepared = (
             rows.repartition(parts, "_file_path").mapInArrow(write_dvs, "prepared string").collect()
         )
-        return table._raw.commit_prepared(
-            [r["prepared"] for r in prepared], predicate_sql, inline_threshold
+        return table.commit_delete(
+            [r["prepared"] for r in prepared],
+            predicate=predicate_sql,
+            inline_threshold=inline_threshold,
         )
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -275,7 +274,7 @@ def _string_map(value: Any) -> dict[str, str] | None:
 def _is_partition_only(table: _LocalTable, text: str) -> bool:
     """Whether ``text`` parses in deltadv's subset and names only partition columns."""
     try:
-        return table._raw.predicate_is_partition_only(text)
+        return table.predicate_is_partition_only(text)
     except UnsupportedPredicateError:
         return False
 

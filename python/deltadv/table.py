@@ -3,16 +3,36 @@
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltadv._core import DeletionVector, RawDeltaTable, read_scan_task, scan_task_schema
+from deltadv._core import (
+    DeletionVector,
+    RawDeltaTable,
+    prepare_delete,
+    read_scan_task,
+    scan_task_schema,
+)
 
 #: DV files are cut at about this size (bytes), as in the reference implementation.
 DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
+
+#: A scan filter: SQL text in deltadv's subset, or an expression tree in its JSON
+#: form (a dict; see the Rust crate's ``expr`` module docs).
+Filter = str | Mapping[str, Any]
+
+
+def _filter_args(filter: Filter | None) -> tuple[str | None, str | None]:
+    """``filter`` as the native calls take it: (SQL text, tree JSON)."""
+    if filter is None or isinstance(filter, str):
+        return filter, None
+    if isinstance(filter, Mapping):
+        return None, _json.dumps(filter, allow_nan=False)
+    raise TypeError(f"filter must be SQL text or an expression tree (dict), not {filter!r}")
 
 
 class ScanTask:
@@ -54,6 +74,62 @@ class ScanTask:
         if self.storage_options:
             parts.append("storage_options=<hidden>")
         return f"ScanTask({', '.join(parts)})"
+
+
+class DeleteTask:
+    """The executor side of a distributed DELETE (``deltadv.spark``): for the data
+    files it was made for, :meth:`prepare` writes the new deletion vectors (old DV
+    | rows to delete, all of one call in one DV file) and returns the prepared
+    changes, which the driver commits with :meth:`DeltaTable.commit_delete`.
+    Picklable; needs no log replay. Storage options are pickled with it but never
+    shown in its repr."""
+
+    __slots__ = ("adds", "dv_file_target_size", "inline_threshold", "storage_options", "table_uri")
+
+    def __init__(
+        self,
+        table_uri: str,
+        adds: dict[str, str],
+        storage_options: dict[str, str] | None = None,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+    ) -> None:
+        self.table_uri = table_uri
+        self.adds = dict(adds)
+        self.storage_options = dict(storage_options or {})
+        self.inline_threshold = inline_threshold
+        self.dv_file_target_size = dv_file_target_size
+
+    def prepare(self, rows: dict[str, Any]) -> list[str]:
+        """Write the DVs deleting ``rows`` (``{data file path: row indexes}``, paths
+        among this task's files); returns the prepared changes (JSON strings)."""
+        unknown = [p for p in rows if p not in self.adds]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not one of this delete task's files")
+        items = [(self.adds[p], r) for p, r in rows.items()]
+        return prepare_delete(
+            self.table_uri,
+            self.storage_options,
+            items,
+            self.inline_threshold,
+            self.dv_file_target_size,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            DeleteTask,
+            (
+                self.table_uri,
+                self.adds,
+                self.storage_options,
+                self.inline_threshold,
+                self.dv_file_target_size,
+            ),
+        )
+
+    def __repr__(self) -> str:
+        hidden = ", storage_options=<hidden>" if self.storage_options else ""
+        return f"DeleteTask({self.table_uri!r}, files={len(self.adds)}{hidden})"
 
 
 class DeltaTable:
@@ -123,38 +199,44 @@ class DeltaTable:
         return dict(self._raw.deletion_vectors())
 
     def scan(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
         ``filter`` is a predicate in a small SQL subset: ``column op literal``
         (``= != <> < <= > >= <=>``), ``IN (...)``, ``IS [NOT] NULL``,
         ``BETWEEN``, combined with ``AND``/``OR``/``NOT`` and parentheses, e.g.
-        ``"part = 'a' AND (x > 1.5 OR d >= DATE '2024-01-01')"``. Only matching
+        ``"part = 'a' AND (x > 1.5 OR d >= DATE '2024-01-01')"`` (the grammar is
+        documented once, in the Rust crate's ``expr`` module), or the same
+        predicate as an expression tree in its JSON form (a dict, as
+        :mod:`deltadv.datasource` builds from Spark's filters). Only matching
         rows are returned; files and row groups it rules out (by partition
         values, file statistics and parquet row-group statistics) are not read.
         """
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter))
+        sql, tree = _filter_args(filter)
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, False, tree))
 
     def to_pyarrow_table(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`),
         as deltalake's ``to_pyarrow_table``."""
         return self.scan(columns, filter).read_all()
 
-    def to_pyarrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
+    def to_pyarrow(
+        self, columns: list[str] | None = None, filter: Filter | None = None
+    ) -> pa.Table:
         """Alias of :meth:`to_pyarrow_table` (deltadv's earlier name)."""
         return self.to_pyarrow_table(columns, filter)
 
-    def to_pandas(self, columns: list[str] | None = None, filter: str | None = None) -> Any:
+    def to_pandas(self, columns: list[str] | None = None, filter: Filter | None = None) -> Any:
         """The table's rows (DVs applied) as a pandas DataFrame (needs pandas)."""
         return self.to_pyarrow_table(columns, filter).to_pandas()
 
     def scan_tasks(
         self,
         columns: list[str] | None = None,
-        filter: str | None = None,
+        filter: Filter | None = None,
         *,
         filter_rows: bool = True,
         split_size: int | None = None,
@@ -167,16 +249,18 @@ class DeltaTable:
         caller applies it to the rows, as Spark does; predicates that do not bind
         are then ignored instead of raising. ``with_metadata`` adds each row's
         ``_row_index`` (physical index in its file) and ``_file_path`` columns."""
-        tasks = self._raw.scan_tasks(columns, filter, filter_rows, split_size, with_metadata)
+        sql, tree = _filter_args(filter)
+        tasks = self._raw.scan_tasks(columns, sql, filter_rows, split_size, with_metadata, tree)
         options = self._raw.storage_options
         return [ScanTask(t, options) for t in tasks]
 
     def scan_with_row_index(
-        self, columns: list[str] | None = None, filter: str | None = None
+        self, columns: list[str] | None = None, filter: Filter | None = None
     ) -> pa.RecordBatchReader:
         """Like :meth:`scan`, plus ``_row_index`` (the row's physical index in its
         data file) and ``_file_path`` (the data file) columns, for targeted DML."""
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, filter, True))
+        sql, tree = _filter_args(filter)
+        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, True, tree))
 
     def delete(
         self,
@@ -236,6 +320,50 @@ class DeltaTable:
         return self._raw.delete_rows(
             dict(rows), inline_threshold, None, allow_copy_on_write, dv_file_target_size
         )
+
+    def delete_task(
+        self,
+        paths: list[str],
+        *,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+    ) -> DeleteTask:
+        """A :class:`DeleteTask` for the live data files ``paths`` (as in
+        :meth:`files`), to prepare a DELETE's deletion vectors elsewhere (Spark
+        executors)."""
+        adds = self._raw.add_actions()
+        missing = [p for p in paths if p not in adds]
+        if missing:
+            raise ValueError(
+                f"{missing[0]!r} is not a live data file of {self.table_uri} "
+                f"at version {self.version()}"
+            )
+        return DeleteTask(
+            self.table_uri,
+            {p: adds[p] for p in paths},
+            self._raw.storage_options,
+            inline_threshold,
+            dv_file_target_size,
+        )
+
+    def commit_delete(
+        self,
+        prepared: list[str],
+        *,
+        predicate: str | None = None,
+        inline_threshold: int = 0,
+    ) -> dict[str, Any]:
+        """Commit the changes :meth:`DeleteTask.prepare` returned (from any number
+        of tasks) as one DELETE recording ``predicate``. Files whose DV changed
+        since they were prepared are rebased (their rows checked against the new
+        DV). Returns the operation metrics; see :meth:`delete`."""
+        return self._raw.commit_prepared(list(prepared), predicate, inline_threshold)
+
+    def predicate_is_partition_only(self, predicate: str) -> bool:
+        """Whether ``predicate`` (deltadv's SQL subset) names only partition
+        columns, so a DELETE with it removes whole files unread. Raises
+        UnsupportedPredicateError outside the subset."""
+        return self._raw.predicate_is_partition_only(predicate)
 
     def count(self) -> int:
         """Live row count: sum(numRecords) - sum(DV cardinality) from the log; files

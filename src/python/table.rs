@@ -225,8 +225,10 @@ impl RawDeltaTable {
     }
 
     /// Scan tasks (JSON strings): one per live file the filter cannot rule
-    /// out, or several per file larger than `split_size` bytes.
-    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None, with_metadata=false))]
+    /// out, or several per file larger than `split_size` bytes. The filter is
+    /// SQL text (`filter`) or an expression tree's JSON (`filter_json`).
+    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None, with_metadata=false, filter_json=None))]
+    #[allow(clippy::too_many_arguments)]
     fn scan_tasks(
         &self,
         py: Python<'_>,
@@ -235,10 +237,11 @@ impl RawDeltaTable {
         filter_rows: bool,
         split_size: Option<u64>,
         with_metadata: bool,
+        filter_json: Option<String>,
     ) -> PyResult<Vec<String>> {
         let options = crate::scan::task::TaskOptions {
             columns,
-            filter,
+            filter: filter_of(filter, filter_json).map_err(to_py)?,
             filter_rows,
             split_size,
             with_metadata,
@@ -260,26 +263,28 @@ impl RawDeltaTable {
     /// Read every live file (DVs applied) as one Arrow stream; with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false))]
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None))]
     fn scan(
         &self,
         py: Python<'_>,
         columns: Option<Vec<String>>,
         filter: Option<String>,
         with_metadata: bool,
+        filter_json: Option<String>,
     ) -> PyResult<ArrowStream> {
+        let filter = filter_of(filter, filter_json).map_err(to_py)?;
         let (schema, batches) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
                 spec.with_metadata_columns = with_metadata;
                 let schema = spec.output_schema()?;
-                if let Some(text) = filter {
-                    spec.filter = Some(Arc::new(crate::scan::predicate::Predicate::new(
-                        &text,
+                if let Some(filter) = filter {
+                    spec.filter = Some(Arc::new(crate::expr::Predicate::bind(
+                        &filter,
                         self.snapshot.schema(),
                         &self.snapshot.metadata().partition_columns,
                         self.snapshot.column_mapping(),
-                        crate::scan::predicate::Binding::Strict,
+                        crate::expr::Binding::Strict,
                     )?));
                     spec.filter_rows = true;
                 }
@@ -407,12 +412,12 @@ impl RawDeltaTable {
     /// Whether `predicate` (deltadv's subset) names only partition columns;
     /// ValueError if it does not parse or bind.
     fn predicate_is_partition_only(&self, predicate: &str) -> PyResult<bool> {
-        let p = crate::scan::predicate::Predicate::new(
+        let p = crate::expr::Predicate::new(
             predicate,
             self.snapshot.schema(),
             &self.snapshot.metadata().partition_columns,
             self.snapshot.column_mapping(),
-            crate::scan::predicate::Binding::Strict,
+            crate::expr::Binding::Strict,
         )
         .map_err(to_py)?;
         Ok(p.partition_only())
@@ -565,4 +570,21 @@ pub fn prepare_delete(
             .collect()
     })
     .map_err(to_py)
+}
+
+/// A scan filter from SQL text or an expression tree's JSON (not both).
+fn filter_of(
+    sql: Option<String>,
+    json: Option<String>,
+) -> crate::Result<Option<crate::expr::Filter>> {
+    match (sql, json) {
+        (None, None) => Ok(None),
+        (Some(text), None) => Ok(Some(crate::expr::Filter::Sql(text))),
+        (None, Some(json)) => Ok(Some(crate::expr::Filter::Expr(
+            crate::expr::Expr::from_json(&json)?,
+        ))),
+        (Some(_), Some(_)) => Err(crate::Error::InvalidArgument(
+            "give filter (SQL text) or filter_json (an expression tree), not both".into(),
+        )),
+    }
 }

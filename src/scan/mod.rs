@@ -7,7 +7,6 @@
 //! from its position in an output batch (see [`selection`]).
 
 pub mod conform;
-pub mod predicate;
 pub mod pruning;
 pub mod selection;
 pub mod task;
@@ -23,9 +22,8 @@ use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 
-use self::predicate::{FileStats, Predicate};
-
 use crate::error::{Error, Result};
+use crate::expr::{FileStats, Predicate};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{self, ColumnMappingMode, StructType};

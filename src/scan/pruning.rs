@@ -1,6 +1,10 @@
 //! What parquet row-group statistics say about a predicate's columns, and the
 //! matching of Delta columns to parquet columns (by physical name, or by field
 //! id in column-mapping mode `id`). Pure: works on already-fetched metadata.
+//!
+//! This stays in `scan` rather than `expr`: it needs a parquet footer and the
+//! Delta → parquet column resolution (shared with [`super::conform`]), both
+//! the scan's business; `expr` only sees the result, as [`ColumnStats`].
 
 use arrow_schema::Fields;
 use parquet::basic::{LogicalType, TimeUnit};
@@ -8,7 +12,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::SchemaDescriptor;
 
-use super::predicate::{BoundColumn, ColumnStats, Val};
+use crate::expr::{BoundColumn, ColumnStats, Val};
 use crate::log::schema::{ColumnMappingMode, DataType, StructField};
 
 /// Arrow field metadata key parquet field ids are exposed under.

@@ -8,10 +8,10 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::expr::{Binding, Filter, Predicate};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{ColumnMappingMode, StructType};
-use crate::scan::predicate::{Binding, Predicate};
 use crate::scan::{read_file, ScanFile, ScanSpec};
 use crate::table::snapshot::Snapshot;
 
@@ -38,9 +38,11 @@ pub struct ScanTask {
     pub column_mapping: String,
     #[serde(default)]
     pub columns: Option<Vec<String>>,
-    /// Predicate text (see [`crate::scan::predicate`]): prunes row groups.
+    /// The predicate (see [`crate::expr`]): SQL text (a JSON string) or the
+    /// tree (a JSON object); prunes row groups, and filters rows with
+    /// `filter_rows`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filter: Option<String>,
+    pub filter: Option<Filter>,
     /// Drop the rows `filter` does not match (else the caller filters).
     #[serde(default)]
     pub filter_rows: bool,
@@ -73,8 +75,8 @@ impl ScanTask {
         let column_mapping = ColumnMappingMode::parse(&self.column_mapping)?;
         let filter = match &self.filter {
             None => None,
-            Some(text) => Some(Arc::new(Predicate::new(
-                text,
+            Some(filter) => Some(Arc::new(Predicate::bind(
+                filter,
                 &schema,
                 &self.partition_columns,
                 column_mapping,
@@ -120,9 +122,10 @@ impl ScanTask {
 pub struct TaskOptions {
     /// Logical columns to return (all when `None`).
     pub columns: Option<Vec<String>>,
-    /// Predicate text: files, and row groups of split files, it rules out are
-    /// not planned; each task carries it to prune row groups when read.
-    pub filter: Option<String>,
+    /// The predicate (SQL text or a tree): files, and row groups of split
+    /// files, it rules out are not planned; each task carries it to prune row
+    /// groups when read.
+    pub filter: Option<Filter>,
     /// Tasks drop the rows the filter does not match (exact filtering). When
     /// false the filter only prunes and the caller applies it (Spark).
     pub filter_rows: bool,
@@ -142,9 +145,9 @@ pub async fn plan_tasks(
 ) -> Result<Vec<ScanTask>> {
     let mut spec = ScanSpec::for_snapshot(snapshot, options.columns.clone());
     spec.output_schema()?; // unknown columns fail here, on the driver
-    if let Some(text) = &options.filter {
-        spec.filter = Some(Arc::new(Predicate::new(
-            text,
+    if let Some(filter) = &options.filter {
+        spec.filter = Some(Arc::new(Predicate::bind(
+            filter,
             snapshot.schema(),
             &snapshot.metadata().partition_columns,
             snapshot.column_mapping(),

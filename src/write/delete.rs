@@ -587,7 +587,7 @@ pub async fn delete_where(
 ) -> Result<DeleteMetrics> {
     use futures::StreamExt;
 
-    use crate::scan::predicate::{Binding, Predicate};
+    use crate::expr::{Binding, Predicate};
     use crate::scan::{self, ScanSpec};
 
     let started = Instant::now();

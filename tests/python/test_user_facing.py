@@ -15,7 +15,7 @@ import pytest
 
 import deltadv
 import deltadv.exceptions
-from deltadv import DeltaTable
+from deltadv import DeleteTask, DeltaTable
 from deltadv.write import write_table
 
 N = 1000
@@ -269,3 +269,32 @@ def test_spark_glue_has_no_import_circle() -> None:
     ]:
         code = f"import sys, {first}; assert {other!r} not in sys.modules, sorted(sys.modules)"
         subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_delete_task_prepares_elsewhere_and_commits_once(tmp_path: Path) -> None:
+    """The public two-step DELETE deltadv.spark runs on executors: DeleteTask is
+    picklable without showing credentials, refuses files it was not made for, and
+    the driver's commit_delete commits every prepared file as one DELETE."""
+    import pickle
+
+    path = _table(tmp_path)
+    t = DeltaTable(str(path))
+    files = t.files()
+    assert len(files) >= 1
+    with pytest.raises(ValueError, match="not a live data file"):
+        t.delete_task(["nope.parquet"])
+    task = t.delete_task(files, inline_threshold=0)
+    secret = DeleteTask(str(path), task.adds, {"AWS_SECRET_ACCESS_KEY": "s3cr3t"})
+    assert "s3cr3t" not in repr(secret) and "<hidden>" in repr(secret)
+    again = pickle.loads(pickle.dumps(task))
+    with pytest.raises(ValueError, match="not one of this delete task's files"):
+        again.prepare({"other.parquet": [0]})
+    before = t.count()
+    prepared = again.prepare({files[0]: [0, 2]})
+    assert len(prepared) == 1
+    m = t.commit_delete(prepared, predicate="id IN (0, 2)")
+    assert m["num_deleted_rows"] == 2 and m["version"] == t.version()
+    assert t.count() == before - 2
+    info = t.history(1)[0]
+    assert info["operation"] == "DELETE"
+    assert info["operationParameters"]["predicate"] == '["id IN (0, 2)"]'
