@@ -177,3 +177,50 @@ def test_the_parquet_check_sees_a_writer() -> None:
         _parquet_writes(ast.parse("from deltadv.write import write_table\nwrite_table(u, d)\n"))
         == []
     )
+
+
+# Spark glue: plain Python over the public API. Private modules of the glue itself
+# (``_spark_util``) are the glue's own; everything else must be public.
+GLUE = ("spark.py", "datasource.py", "_spark_util.py")
+GLUE_OWN = {"deltadv._spark_util"}
+
+
+def _private_uses(source: str) -> list[str]:
+    """Private deltadv names a module imports or private attributes it touches
+    (``x._raw``, ``from deltadv._core import ...``, ``from deltadv.write import _f``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("deltadv"):
+            module = node.module or ""
+            if module in GLUE_OWN:
+                continue
+            if any(p.startswith("_") for p in module.split(".")):
+                found.append(module)
+            found += [f"{module}.{a.name}" for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("deltadv._")]
+        elif isinstance(node, ast.Attribute) and node.attr in {"_raw", "_core"}:
+            found.append(f".{node.attr}")
+    return found
+
+
+def test_spark_glue_uses_only_the_public_api() -> None:
+    for name in GLUE:
+        source = (PACKAGE / name).read_text()
+        assert _private_uses(source) == [], name
+
+
+def test_the_public_api_check_sees_private_uses() -> None:
+    bad = (
+        "from deltadv._core import prepare_delete\n"
+        "from deltadv.write import _create\n"
+        "import deltadv._core\n"
+        "def f(t):\n    return t._raw.add_actions()\n"
+    )
+    assert _private_uses(bad) == [
+        "deltadv._core",
+        "deltadv.write._create",
+        "deltadv._core",
+        "._raw",
+    ]
+    assert _private_uses("from deltadv._spark_util import _to_arrow_schema\n") == []
