@@ -14,7 +14,9 @@
 //! | [`io`]              | the only module that reads storage                            | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read        | yes |
-//! | [`write`]           | commits, the conflict checker, data files + stats, appends, DELETE, checkpoints | yes |
+//! | [`write::transaction`] | the one transaction every commit goes through: retries, conflict checks and rebases, in-commit timestamps, row ids, checkpoints | yes |
+//! | [`write::conflict`] | the pure conflict checker (winning commit + reads/changes → proceed, rebase, conflict) | no |
+//! | [`write`](mod@write) | data files + stats, appends, table creation, DELETE (DVs or copy-on-write), checkpoints | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|

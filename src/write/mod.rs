@@ -1,5 +1,9 @@
-//! Writes: commits with put-if-absent and conflict checks, and deletes that
-//! produce deletion vectors (merge-on-read).
+//! Writes. Every commit goes through one [`transaction::Transaction`]: an
+//! operation (create, append, DELETE, copy-on-write, enabling DVs, and every
+//! later one) only says what it changes ([`transaction::Changes`]); the
+//! transaction assembles `commitInfo`, in-commit timestamps and row ids,
+//! commits with put-if-absent, retries and rebases over concurrent commits,
+//! and writes the checkpoint that falls due.
 //!
 //! Order of effects, for crash safety: DV files are written first (new,
 //! uniquely named objects that nothing references yet), then the commit file
