@@ -394,22 +394,8 @@ impl<'a> Transaction<'a> {
     ) -> Result<(Vec<Action>, Option<i64>)> {
         let protocol = self.new_protocol.as_ref().unwrap_or(&state.protocol);
         let mut metadata = self.new_metadata.clone();
-        let current_metadata = metadata.as_ref().unwrap_or(&state.metadata);
         let now = now_ms();
-        let ict = features::property_is_true(current_metadata, ENABLE_IN_COMMIT_TIMESTAMPS)
-            .then(|| state.last_ict.map_or(now, |last| now.max(last + 1)));
-        if let (Some(ict), Some(m)) = (ict, metadata.as_mut()) {
-            // Turned on by this commit on an existing table: record when.
-            let was_on = features::property_is_true(&state.metadata, ENABLE_IN_COMMIT_TIMESTAMPS);
-            if version > 0 && !was_on {
-                m.configuration.insert(
-                    ICT_ENABLEMENT_VERSION.to_string(),
-                    Some(version.to_string()),
-                );
-                m.configuration
-                    .insert(ICT_ENABLEMENT_TIMESTAMP.to_string(), Some(ict.to_string()));
-            }
-        }
+        let ict = in_commit_timestamp(state, metadata.as_mut(), version, now);
         if features::is_supported(protocol, "rowTracking") {
             assign_row_ids(version, state.row_id_high_water_mark, &mut file_actions)?;
         }
@@ -484,6 +470,36 @@ impl TableState {
         }
         Ok(())
     }
+}
+
+/// The in-commit timestamp of commit `version` made at `now` (None: the table
+/// does not have them on, after `new_metadata` if the commit changes it):
+/// `max(now, previous + 1)`. A commit that turns them on for an existing table
+/// records the enablement version and timestamp in `new_metadata`.
+fn in_commit_timestamp(
+    state: &TableState,
+    new_metadata: Option<&mut Metadata>,
+    version: u64,
+    now: i64,
+) -> Option<i64> {
+    let on = |m: &Metadata| features::property_is_true(m, ENABLE_IN_COMMIT_TIMESTAMPS);
+    let was_on = on(&state.metadata);
+    let is_on = new_metadata.as_deref().map_or(was_on, on);
+    if !is_on {
+        return None;
+    }
+    let ict = state.last_ict.map_or(now, |last| now.max(last + 1));
+    if let Some(m) = new_metadata {
+        if version > 0 && !was_on {
+            m.configuration.insert(
+                ICT_ENABLEMENT_VERSION.to_string(),
+                Some(version.to_string()),
+            );
+            m.configuration
+                .insert(ICT_ENABLEMENT_TIMESTAMP.to_string(), Some(ict.to_string()));
+        }
+    }
+    Some(ict)
 }
 
 /// Row tracking: give each new file (no `baseRowId` yet) fresh row ids after
@@ -616,6 +632,67 @@ mod tests {
         );
         let e = high_water_mark(Some(&d(r#"{"x":1}"#, false))).unwrap_err();
         assert!(e.to_string().contains("rowIdHighWaterMark"), "{e}");
+    }
+
+    fn state(properties: &[(&str, &str)], last_ict: Option<i64>) -> TableState {
+        TableState {
+            protocol: Protocol {
+                min_reader_version: 1,
+                min_writer_version: 7,
+                reader_features: None,
+                writer_features: Some(vec!["inCommitTimestamp".into()]),
+            },
+            metadata: Metadata {
+                id: "t".into(),
+                name: None,
+                description: None,
+                format: Default::default(),
+                schema_string: "{}".into(),
+                partition_columns: vec![],
+                configuration: properties
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                    .collect(),
+                created_time: None,
+            },
+            last_ict,
+            row_id_high_water_mark: -1,
+        }
+    }
+
+    #[test]
+    fn in_commit_timestamps_are_monotonic_and_enablement_is_recorded() {
+        let on = [(ENABLE_IN_COMMIT_TIMESTAMPS, "true")];
+        // off: none
+        assert_eq!(in_commit_timestamp(&state(&[], None), None, 3, 100), None);
+        // on: now, or one past the previous commit's when the clock is behind
+        assert_eq!(
+            in_commit_timestamp(&state(&on, Some(50)), None, 3, 100),
+            Some(100)
+        );
+        assert_eq!(
+            in_commit_timestamp(&state(&on, Some(500)), None, 3, 100),
+            Some(501)
+        );
+        // turned on by this commit of version 4: enablement recorded
+        let before = state(&[], None);
+        let mut m = state(&on, None).metadata;
+        assert_eq!(in_commit_timestamp(&before, Some(&mut m), 4, 70), Some(70));
+        assert_eq!(m.property(ICT_ENABLEMENT_VERSION), Some("4"));
+        assert_eq!(m.property(ICT_ENABLEMENT_TIMESTAMP), Some("70"));
+        // on from version 0, or already on: nothing recorded
+        let mut m0 = state(&on, None).metadata;
+        in_commit_timestamp(&before, Some(&mut m0), 0, 70);
+        let mut again = state(&on, None).metadata;
+        in_commit_timestamp(&state(&on, Some(60)), Some(&mut again), 5, 70);
+        assert!(m0.property(ICT_ENABLEMENT_VERSION).is_none());
+        assert!(again.property(ICT_ENABLEMENT_VERSION).is_none());
+        // turned off by this commit: none
+        let mut off = state(&[(ENABLE_IN_COMMIT_TIMESTAMPS, "false")], None).metadata;
+        assert_eq!(
+            in_commit_timestamp(&state(&on, Some(60)), Some(&mut off), 5, 70),
+            None
+        );
     }
 
     #[test]
