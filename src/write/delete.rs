@@ -98,7 +98,7 @@ impl Default for DeleteOptions {
     fn default() -> Self {
         DeleteOptions {
             inline_threshold: 0,
-            max_attempts: 1000,
+            max_attempts: super::transaction::DEFAULT_MAX_ATTEMPTS,
             predicate: None,
             engine_info: super::ENGINE_INFO.to_string(),
             dv_file_target_size: DEFAULT_DV_FILE_TARGET_SIZE,

@@ -54,8 +54,12 @@ use crate::table::snapshot::Snapshot;
 /// The domain holding the row id high-water mark.
 pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
 
-/// Commit attempts before a busy table is given up on.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 16;
+/// Commit attempts before a busy table is given up on. Every lost attempt
+/// means another writer committed, so the table as a whole always moves on;
+/// the bound only stops a writer that keeps losing (Delta Spark's is
+/// practically unbounded). With the backoff capped at 1 s, 1000 attempts are
+/// at most some minutes of a busy table.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 1000;
 
 /// What an operation changes, as the transaction asks for it.
 ///
