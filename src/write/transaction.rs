@@ -13,10 +13,12 @@
 //!    the file actions, with row ids assigned on tables with row tracking;
 //! 3. put-if-absent of `<version>.json`; on success, a checkpoint when one is
 //!    due (classic, or V2 on `v2Checkpoint` tables);
-//! 4. on a lost race, the winning commit goes to [`super::conflict::check`]:
-//!    proceed (try the next version), rebase the changes (row-level
-//!    concurrency: the changes reload the winner's DVs and check their rows),
-//!    or fail with a conflict. Attempts are bounded, with exponential backoff.
+//! 4. on a lost race, after a backoff, every commit made since the read
+//!    version goes to [`super::conflict::check`], oldest first: proceed,
+//!    rebase the changes (row-level concurrency: the changes reload the
+//!    winner's DVs and check their rows), or fail with a conflict; then the
+//!    version after the latest is tried. Attempts are bounded, with
+//!    exponential backoff.
 //!
 //! Table features handled here, once for every operation:
 //!
@@ -343,7 +345,7 @@ impl<'a> Transaction<'a> {
                 }
                 return Ok(outcome);
             }
-            let Some(read) = read_version else {
+            if read_version.is_none() {
                 return Err(conflict(
                     0,
                     format!(
@@ -351,29 +353,7 @@ impl<'a> Transaction<'a> {
                         self.store.url()
                     ),
                 ));
-            };
-            // Lost the race for `version`: see what the winner did.
-            let winner = read_commit(&self.store, version).await?;
-            let (reads, file_changes) = changes.reads();
-            let txn = TxnContext {
-                isolation: self.isolation,
-                read_version: read,
-                blind_append: self.blind_append,
-                metadata_changed: self.new_metadata.is_some() || self.new_protocol.is_some(),
-                reads,
-                changes: file_changes,
-                ..TxnContext::default()
-            };
-            match checker::check(&txn, &WinningCommit::from_actions(version, &winner)) {
-                Decision::Proceed => {}
-                Decision::Conflict(reason) => return Err(reason.into_error()),
-                Decision::Rebase { files } => {
-                    changes.rebase(&self.store, version, files).await?;
-                    outcome.rebases += 1;
-                }
             }
-            state.advance(&winner)?;
-            read_version = Some(version);
             if outcome.attempts >= self.max_attempts {
                 return Err(conflict(
                     version,
@@ -384,6 +364,39 @@ impl<'a> Transaction<'a> {
                 ));
             }
             tokio::time::sleep(backoff(outcome.attempts)).await;
+            // Lost the race for `version`: check every commit made since this
+            // transaction's read version (the one that won `version` and any
+            // made while backing off), then try the version after the latest.
+            let mut winning = version;
+            loop {
+                let winner = match read_commit(&self.store, winning).await {
+                    Ok(actions) => actions,
+                    Err(Error::NotFound { .. }) if winning > version => break,
+                    Err(e) => return Err(e),
+                };
+                let read = winning - 1;
+                let (reads, file_changes) = changes.reads();
+                let txn = TxnContext {
+                    isolation: self.isolation,
+                    read_version: read,
+                    blind_append: self.blind_append,
+                    metadata_changed: self.new_metadata.is_some() || self.new_protocol.is_some(),
+                    reads,
+                    changes: file_changes,
+                    ..TxnContext::default()
+                };
+                match checker::check(&txn, &WinningCommit::from_actions(winning, &winner)) {
+                    Decision::Proceed => {}
+                    Decision::Conflict(reason) => return Err(reason.into_error()),
+                    Decision::Rebase { files } => {
+                        changes.rebase(&self.store, winning, files).await?;
+                        outcome.rebases += 1;
+                    }
+                }
+                state.advance(&winner)?;
+                read_version = Some(winning);
+                winning += 1;
+            }
         }
     }
 
