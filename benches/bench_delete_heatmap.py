@@ -331,8 +331,13 @@ def main() -> None:
         f"deltadv {deltadv.__version__}, deltalake {deltalake.__version__}; "
         f"{os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}"
     )
-    draw(Path(args.png), touched, per_file, speedups, best, title)
-    print(f"\n  heatmap written to {args.png}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("\n  heatmap not drawn: matplotlib is missing (pip install -e '.[bench]')")
+    else:
+        draw(Path(args.png), touched, per_file, speedups, best, title)
+        print(f"\n  heatmap written to {args.png}")
     print(f"  timed part took {elapsed:.0f} s; load average at the end: {load()}")
 
 
