@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import deltadv
@@ -73,8 +74,6 @@ def test_row_tracking_survives_a_delete(delta_spark: Any, tmp_path: Path) -> Non
 def test_row_ids_for_files_deltadv_adds(delta_spark: Any, tmp_path: Path) -> None:
     """A table deltadv creates with row tracking: ids 0..n-1 in file order, then a
     Delta Spark insert continues after the high-water mark deltadv recorded."""
-    import pyarrow as pa
-
     from deltadv.write import write_table
 
     spark = delta_spark
@@ -91,6 +90,10 @@ def test_row_ids_for_files_deltadv_adds(delta_spark: Any, tmp_path: Path) -> Non
     assert {rcv for _, rcv in ids.values()} == {0}
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (10)")
     assert _row_ids(spark, path)[10][0] == 10
+    import deltalake
+
+    ids_read = pa.table(deltalake.DeltaTable(path).scan().read_all())["id"].to_pylist()
+    assert sorted(ids_read) == list(range(11))
 
 
 def test_in_commit_timestamps_are_monotonic(delta_spark: Any, tmp_path: Path) -> None:
@@ -113,6 +116,9 @@ def test_in_commit_timestamps_are_monotonic(delta_spark: Any, tmp_path: Path) ->
         icts.append(first["commitInfo"]["inCommitTimestamp"])
         assert first["commitInfo"]["timestamp"] == icts[-1]
     assert previous < icts[0] < icts[1] < icts[2]
+    import deltalake
+
+    assert pa.table(deltalake.DeltaTable(path).scan().read_all()).num_rows == N - 3
 
     # Delta Spark's history reports the in-commit timestamps…
     history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()

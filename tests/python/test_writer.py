@@ -251,6 +251,15 @@ def test_append_to_a_column_mapped_table_made_by_delta_spark(
         (3, None, "p2"),
     ]
     assert rows[1]["s"]["b"] == "y" and rows[2]["s"] is None
+    # deltalake, a second reader, maps the physical names back too
+    import deltalake
+
+    theirs = pa.table(deltalake.DeltaTable(str(path)).scan().read_all()).to_pylist()
+    assert sorted((r["id"], r["Odd Name"], r["p"]) for r in theirs) == [
+        (1, "spark", "p1"),
+        (2, "deltadv", "p1"),
+        (3, None, "p2"),
+    ]
     # our files use the physical names (and field ids), and so do the stats
     log0 = (path / "_delta_log" / f"{0:020}.json").read_text().splitlines()
     meta = next(json.loads(x)["metaData"] for x in log0 if "metaData" in json.loads(x))
@@ -425,3 +434,15 @@ def test_append_to_a_row_tracking_ict_table_made_by_delta_spark(
     assert [h["operation"] for h in history][-2:] == ["WRITE", "WRITE"]
     stamps = [h["timestamp"] for h in history]
     assert stamps == sorted(stamps)
+    # deltalake, a second reader, reads the table with our commit in it
+    import deltalake
+
+    theirs = pa.table(deltalake.DeltaTable(path).scan().read_all()).to_pylist()
+    assert sorted((r["id"], r["s"]) for r in theirs) == [
+        (0, "a"),
+        (1, "b"),
+        (2, "c"),
+        (3, "d"),
+        (4, "e"),
+        (5, "f"),
+    ]
