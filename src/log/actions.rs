@@ -197,6 +197,14 @@ fn parse<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// `commitInfo.inCommitTimestamp` of a commit's actions, if it has one.
+pub fn in_commit_timestamp(actions: &[Action]) -> Option<i64> {
+    actions.iter().find_map(|a| match a {
+        Action::CommitInfo(v) => v.get("inCommitTimestamp").and_then(Value::as_i64),
+        _ => None,
+    })
+}
+
 impl Action {
     /// Parse one JSON object of the log. `None` for unknown action types or
     /// null placeholders (checkpoint rows carry one non-null action each).

@@ -95,6 +95,9 @@ pub struct Snapshot {
     domains: HashMap<String, DomainMetadata>,
     /// Timestamp (ms) of this version's commit.
     timestamp: Option<i64>,
+    /// `inCommitTimestamp` of this version's commit, when the commit was read
+    /// (not when the snapshot starts at a checkpoint of this version).
+    in_commit_timestamp: Option<i64>,
 }
 
 async fn read_last_checkpoint(store: &TableStore) -> Result<Option<LastCheckpoint>> {
@@ -189,9 +192,11 @@ impl Snapshot {
         let (commits, checkpoint) = futures::join!(commits, checkpoint);
         let mut replayer = Replayer::new();
         let mut timestamp = None;
+        let mut ict = None;
         for (file, name, actions) in commits? {
             if file.version == segment.version && file.is_commit() {
-                timestamp = Some(commit_timestamp(&actions).unwrap_or(file.last_modified));
+                ict = actions::in_commit_timestamp(&actions);
+                timestamp = Some(ict.unwrap_or(file.last_modified));
             }
             let single = file.is_commit();
             replayer.apply_commit(actions, &name, single)?;
@@ -249,6 +254,7 @@ impl Snapshot {
             txns: result.txns,
             domains: result.domains,
             timestamp,
+            in_commit_timestamp: ict,
         })
     }
 
@@ -344,6 +350,12 @@ impl Snapshot {
     /// has them, else the commit file's modification time), ms since epoch.
     pub fn timestamp(&self) -> Option<i64> {
         self.timestamp
+    }
+    /// `inCommitTimestamp` of this version's commit; `None` when it has none
+    /// or the snapshot did not read it (it starts at a checkpoint of this
+    /// version).
+    pub fn in_commit_timestamp(&self) -> Option<i64> {
+        self.in_commit_timestamp
     }
 
     /// Logical rows (Σ numRecords − Σ cardinality), if every file has stats.
@@ -605,13 +617,6 @@ fn in_commit_timestamp(bytes: &[u8]) -> Option<i64> {
     let first = bytes.split(|b| *b == b'\n').find(|l| !l.is_empty())?;
     let v: Value = serde_json::from_slice(first).ok()?;
     v.get("commitInfo")?.get("inCommitTimestamp")?.as_i64()
-}
-
-fn commit_timestamp(actions: &[Action]) -> Option<i64> {
-    actions.iter().find_map(|a| match a {
-        Action::CommitInfo(v) => v.get("inCommitTimestamp").and_then(Value::as_i64),
-        _ => None,
-    })
 }
 
 /// Fetch a checkpoint (classic single/multi-part, or V2 with sidecars) and

@@ -47,7 +47,9 @@ use super::conflict::{
 use super::{fail_point, now_ms, ENGINE_INFO};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
-use crate::log::actions::{Action, DomainMetadata, Metadata, Protocol, RecordCount};
+use crate::log::actions::{
+    in_commit_timestamp as commit_ict, Action, DomainMetadata, Metadata, Protocol, RecordCount,
+};
 use crate::log::features::{
     self, ENABLE_IN_COMMIT_TIMESTAMPS, ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION,
 };
@@ -161,8 +163,6 @@ pub struct Transaction<'a> {
     new_metadata: Option<Metadata>,
     max_attempts: u32,
     engine_info: String,
-    /// Reports a due checkpoint (tests and callers that want to know).
-    checkpoint: bool,
 }
 
 fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
@@ -180,13 +180,6 @@ fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
             file: format!("domainMetadata {ROW_TRACKING_DOMAIN}"),
             detail: format!("expected an integer rowIdHighWaterMark, found {config}"),
         })
-}
-
-fn commit_ict(actions: &[Action]) -> Option<i64> {
-    actions.iter().find_map(|a| match a {
-        Action::CommitInfo(v) => v.get("inCommitTimestamp").and_then(Value::as_i64),
-        _ => None,
-    })
 }
 
 /// Backoff before attempt `attempt + 1`: 5 ms doubling to a 1 s cap, with
@@ -214,7 +207,6 @@ impl<'a> Transaction<'a> {
             new_metadata: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             engine_info: ENGINE_INFO.to_string(),
-            checkpoint: true,
         })
     }
 
@@ -239,7 +231,6 @@ impl<'a> Transaction<'a> {
             new_metadata: Some(metadata),
             max_attempts: 1,
             engine_info: ENGINE_INFO.to_string(),
-            checkpoint: false,
         }
     }
 
@@ -308,9 +299,14 @@ impl<'a> Transaction<'a> {
             last_ict: None,
             row_id_high_water_mark,
         };
-        if let Some(v) = self.read_version {
+        if let (Some(v), Some(s)) = (self.read_version, self.snapshot) {
             if features::property_is_true(&state.metadata, ENABLE_IN_COMMIT_TIMESTAMPS) {
-                state.last_ict = commit_ict(&read_commit(&self.store, v).await?);
+                // The snapshot read its version's commit unless it starts at a
+                // checkpoint of that version: fetch it only then.
+                state.last_ict = match s.in_commit_timestamp() {
+                    Some(t) => Some(t),
+                    None => commit_ict(&read_commit(&self.store, v).await?),
+                };
             }
         }
         Ok(state)
@@ -340,9 +336,7 @@ impl<'a> Transaction<'a> {
                 fail_point("after_commit")?;
                 outcome.version = Some(version);
                 outcome.in_commit_timestamp = ict;
-                if self.checkpoint {
-                    self.checkpoint_after(version, &mut outcome).await;
-                }
+                self.checkpoint_after(version, &mut outcome).await;
                 return Ok(outcome);
             }
             if read_version.is_none() {
@@ -447,6 +441,7 @@ impl<'a> Transaction<'a> {
         Ok((actions, ict))
     }
 
+    /// Write the checkpoint `version` makes due (none after a table creation).
     async fn checkpoint_after(&self, version: u64, outcome: &mut CommitOutcome) {
         let Some(snapshot) = self.snapshot else {
             return;
@@ -469,13 +464,11 @@ impl<'a> Transaction<'a> {
 impl TableState {
     /// Move past a winning commit this transaction may follow.
     fn advance(&mut self, winner: &[Action]) -> Result<()> {
+        if let Some(t) = commit_ict(winner) {
+            self.last_ict = Some(t);
+        }
         for a in winner {
             match a {
-                Action::CommitInfo(v) => {
-                    if let Some(t) = v.get("inCommitTimestamp").and_then(Value::as_i64) {
-                        self.last_ict = Some(t);
-                    }
-                }
                 Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {
                     self.row_id_high_water_mark = high_water_mark(Some(d))?;
                 }
@@ -714,26 +707,8 @@ mod tests {
 
     #[test]
     fn winners_move_the_state_forward() {
-        let mut s = TableState {
-            protocol: Protocol {
-                min_reader_version: 1,
-                min_writer_version: 7,
-                reader_features: None,
-                writer_features: Some(vec!["rowTracking".into()]),
-            },
-            metadata: Metadata {
-                id: "t".into(),
-                name: None,
-                description: None,
-                format: Default::default(),
-                schema_string: "{}".into(),
-                partition_columns: vec![],
-                configuration: Default::default(),
-                created_time: None,
-            },
-            last_ict: Some(10),
-            row_id_high_water_mark: 5,
-        };
+        let mut s = state(&[], Some(10));
+        s.row_id_high_water_mark = 5;
         s.advance(&[
             Action::CommitInfo(json!({"inCommitTimestamp": 20})),
             Action::DomainMetadata(DomainMetadata {
