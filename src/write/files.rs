@@ -135,25 +135,29 @@ fn input_error(e: arrow_schema::ArrowError) -> Error {
     Error::InvalidArgument(format!("reading the input data: {e}"))
 }
 
-/// Write the batches of `reader` as data files for the table at `store`,
-/// without committing them; their add actions. On a failure the files
-/// written so far are removed.
-pub async fn write_files<R: RecordBatchReader>(
-    store: &TableStore,
-    reader: R,
+/// The schema a write with `options` describes the data by: the given one;
+/// for a new table without one, the data's; for an append, none (the
+/// table's is used).
+fn data_schema(
+    reader_schema: &arrow_schema::Schema,
     schema: Option<&StructType>,
     options: &WriteOptions,
+) -> Result<Option<StructType>> {
+    match (schema, options.mode) {
+        (Some(s), _) => Ok(Some(s.clone())),
+        (None, SaveMode::ErrorIfExists) => StructType::from_arrow(reader_schema).map(Some),
+        (None, SaveMode::Append) => Ok(None),
+    }
+}
+
+/// Write the batches of `reader` as data files laid out as `layout`; on a
+/// failure the files written so far are removed.
+async fn write_layout<R: RecordBatchReader>(
+    store: &TableStore,
+    reader: R,
+    layout: TableLayout,
+    options: &WriteOptions,
 ) -> Result<Vec<Add>> {
-    let from_data;
-    let schema = match schema {
-        Some(s) => Some(s),
-        None if options.mode == SaveMode::ErrorIfExists => {
-            from_data = StructType::from_arrow(&reader.schema())?;
-            Some(&from_data)
-        }
-        None => None,
-    };
-    let (layout, _) = target(store, schema, options).await?;
     let mut writer = DataWriter::try_new(store.clone(), layout, options.writer.clone())?;
     let written = async {
         // The data's schema is checked before anything is written.
@@ -173,6 +177,53 @@ pub async fn write_files<R: RecordBatchReader>(
     }
 }
 
+/// Write the batches of `reader` as data files for the table at `store`,
+/// without committing them; their add actions. On a failure the files
+/// written so far are removed.
+pub async fn write_files<R: RecordBatchReader>(
+    store: &TableStore,
+    reader: R,
+    schema: Option<&StructType>,
+    options: &WriteOptions,
+) -> Result<Vec<Add>> {
+    let schema = data_schema(&reader.schema(), schema, options)?;
+    let (layout, _) = target(store, schema.as_ref(), options).await?;
+    write_layout(store, reader, layout, options).await
+}
+
+/// Commit `adds` to `snapshot`'s table (append) or as a new table (create,
+/// `schema` required); when the commit fails, the files are removed (any the
+/// log references are kept).
+async fn commit_to(
+    store: &TableStore,
+    snapshot: Option<Snapshot>,
+    adds: Vec<Add>,
+    schema: Option<&StructType>,
+    options: &WriteOptions,
+) -> Result<u64> {
+    let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+    let committed = match snapshot {
+        Some(s) => append_files(&s, adds).await,
+        None => match schema {
+            None => Err(Error::InvalidArgument(
+                "creating a table needs the data's schema".into(),
+            )),
+            Some(schema) => {
+                let create = CreateOptions {
+                    partition_by: options.partition_by.clone(),
+                    configuration: options.configuration.clone(),
+                    enable_deletion_vectors: options.enable_deletion_vectors,
+                };
+                create_table(store, schema, adds, &create).await
+            }
+        },
+    };
+    if committed.is_err() {
+        let _ = remove_uncommitted(store, &paths).await;
+    }
+    committed
+}
+
 /// Commit data files written under the table root (`adds`): create the
 /// table (mode error, `schema` required) or append to it. When the commit
 /// fails, the files are removed (any the log references are kept).
@@ -182,44 +233,30 @@ pub async fn commit_files(
     schema: Option<&StructType>,
     options: &WriteOptions,
 ) -> Result<u64> {
-    let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
-    let committed = async {
-        let (_, snapshot) = target(store, schema, options).await?;
-        match snapshot {
-            Some(s) => append_files(&s, adds).await,
-            None => {
-                let schema = schema.ok_or_else(|| {
-                    Error::InvalidArgument("creating a table needs the data's schema".into())
-                })?;
-                let create = CreateOptions {
-                    partition_by: options.partition_by.clone(),
-                    configuration: options.configuration.clone(),
-                    enable_deletion_vectors: options.enable_deletion_vectors,
-                };
-                create_table(store, schema, adds, &create).await
-            }
+    match target(store, schema, options).await {
+        Ok((_, snapshot)) => commit_to(store, snapshot, adds, schema, options).await,
+        Err(e) => {
+            let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+            let _ = remove_uncommitted(store, &paths).await;
+            Err(e)
         }
     }
-    .await;
-    if committed.is_err() {
-        let _ = remove_uncommitted(store, &paths).await;
-    }
-    committed
 }
 
 /// Write the batches of `reader` and commit them in one go (see
-/// [`write_files`] and [`commit_files`]). Returns the committed version.
+/// [`write_files`] and [`commit_files`]), with the table's log replayed
+/// once: an append commits on the snapshot the files were written for (the
+/// transaction checks what was committed since). Returns the committed
+/// version.
 pub async fn write_table<R: RecordBatchReader>(
     store: &TableStore,
     reader: R,
     options: &WriteOptions,
 ) -> Result<u64> {
-    let schema = match options.mode {
-        SaveMode::ErrorIfExists => Some(StructType::from_arrow(&reader.schema())?),
-        SaveMode::Append => None,
-    };
-    let adds = write_files(store, reader, schema.as_ref(), options).await?;
-    commit_files(store, adds, schema.as_ref(), options).await
+    let schema = data_schema(&reader.schema(), None, options)?;
+    let (layout, snapshot) = target(store, schema.as_ref(), options).await?;
+    let adds = write_layout(store, reader, layout, options).await?;
+    commit_to(store, snapshot, adds, schema.as_ref(), options).await
 }
 
 /// Remove data files (`paths` relative to the root, decoded) that no commit
