@@ -330,7 +330,7 @@ struct DeleteChanges<'o> {
 }
 
 impl DeleteChanges<'_> {
-    fn metrics(&self) -> DeleteMetrics {
+    fn delete_metrics(&self) -> DeleteMetrics {
         let mut m = self
             .prepared
             .as_ref()
@@ -358,7 +358,7 @@ impl super::transaction::Changes for DeleteChanges<'_> {
     }
 
     fn metrics(&self) -> Map<String, Value> {
-        match DeleteChanges::metrics(self).to_json() {
+        match self.delete_metrics().to_json() {
             Value::Object(m) => m,
             _ => Map::new(),
         }
@@ -439,7 +439,7 @@ async fn commit_targets(
         started,
     };
     let outcome = txn.commit(&mut changes).await?;
-    let mut m = changes.metrics();
+    let mut m = changes.delete_metrics();
     m.version = outcome.version;
     m.attempts = outcome.attempts;
     m.rebases = outcome.rebases;
