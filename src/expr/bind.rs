@@ -86,6 +86,9 @@ pub(crate) enum Node {
     },
     /// A leaf that could not be bound (lenient mode): always "might match".
     Unknown,
+    /// Any other boolean expression (two columns, arithmetic, `CASE`, …):
+    /// evaluated per row, prunes nothing.
+    Eval(Box<super::value::Typed>),
 }
 
 /// A predicate bound to a table schema.
@@ -149,13 +152,7 @@ impl Predicate {
         mode: ColumnMappingMode,
         binding: Binding,
     ) -> Result<Predicate> {
-        let mut b = Binder {
-            schema,
-            partition_columns,
-            mode,
-            binding,
-            columns: Vec::new(),
-        };
+        let mut b = Binder::new(schema, partition_columns, mode, binding);
         let root = b.bind(expr, 0)?;
         Ok(Predicate {
             root,
@@ -175,7 +172,8 @@ impl Predicate {
     }
 }
 
-struct Binder<'a> {
+/// Resolves the columns of a tree against a schema, collecting them.
+pub(crate) struct Binder<'a> {
     schema: &'a StructType,
     partition_columns: &'a [String],
     mode: ColumnMappingMode,
@@ -183,12 +181,41 @@ struct Binder<'a> {
     columns: Vec<BoundColumn>,
 }
 
-fn unsupported(what: impl std::fmt::Display) -> Error {
-    Error::UnsupportedPredicate(what.to_string())
-}
+impl<'a> Binder<'a> {
+    pub(crate) fn new(
+        schema: &'a StructType,
+        partition_columns: &'a [String],
+        mode: ColumnMappingMode,
+        binding: Binding,
+    ) -> Self {
+        Binder {
+            schema,
+            partition_columns,
+            mode,
+            binding,
+            columns: Vec::new(),
+        }
+    }
 
-impl Binder<'_> {
-    fn column(&mut self, path: &[String]) -> Result<usize> {
+    /// The columns bound so far.
+    pub(crate) fn into_columns(self) -> Vec<BoundColumn> {
+        self.columns
+    }
+
+    pub(crate) fn check_depth(&self, depth: usize) -> Result<()> {
+        if depth > MAX_BIND_DEPTH {
+            return Err(Error::InvalidArgument(format!(
+                "expression nested deeper than {MAX_BIND_DEPTH} levels"
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn column_at(&self, col: usize) -> Result<&BoundColumn> {
+        self.bound(col)
+    }
+
+    pub(crate) fn column(&mut self, path: &[String]) -> Result<usize> {
         let (first, rest) = path
             .split_first()
             .ok_or_else(|| Error::InvalidArgument("empty column name".into()))?;
@@ -234,7 +261,7 @@ impl Binder<'_> {
                 "predicate nested deeper than {MAX_BIND_DEPTH} levels"
             )));
         }
-        let leaf = match e {
+        let simple = match e {
             Expr::And(parts) => {
                 return Ok(Node::And(
                     parts
@@ -255,18 +282,16 @@ impl Binder<'_> {
             Expr::Cmp { op, left, right } => self.cmp(*op, left, right),
             Expr::In { value, list } => self.in_list(value, list),
             Expr::IsNull(inner) => match inner.as_ref() {
-                Expr::Column(path) => self.column(path).map(|col| Node::IsNull { col }),
-                other => Err(unsupported(format!(
-                    "IS NULL of {other} is not supported yet (only of a column)"
-                ))),
+                Expr::Column(path) => self.column(path).map(|col| Some(Node::IsNull { col })),
+                _ => Ok(None),
             },
-            Expr::Column(_)
-            | Expr::Literal(_)
-            | Expr::Arith { .. }
-            | Expr::Neg(_)
-            | Expr::Case { .. } => Err(unsupported(format!(
-                "{e} is a value, not a predicate (compare it: `flag = TRUE`)"
-            ))),
+            _ => Ok(None),
+        };
+        // Not a column against literals: evaluated per row (no pruning).
+        let leaf = match simple {
+            Ok(Some(node)) => Ok(node),
+            Ok(None) => self.boolean(e, depth + 1).map(|t| Node::Eval(Box::new(t))),
+            Err(err) => Err(err),
         };
         match leaf {
             Err(_) if self.binding == Binding::Lenient => Ok(Node::Unknown),
@@ -274,48 +299,56 @@ impl Binder<'_> {
         }
     }
 
-    fn cmp(&mut self, op: Op, left: &Expr, right: &Expr) -> Result<Node> {
+    /// `left op right` as a prunable leaf when it is a column and a
+    /// literal; `None` for any other shape.
+    fn cmp(&mut self, op: Op, left: &Expr, right: &Expr) -> Result<Option<Node>> {
         let (path, op, lit) = match (left, right) {
             (Expr::Column(path), Expr::Literal(lit)) => (path, op, lit),
             (Expr::Literal(lit), Expr::Column(path)) => (path, op.flipped(), lit),
-            _ => {
-                return Err(unsupported(format!(
-                    "{left} {} {right}: only a column compared with a literal is evaluated (not yet arithmetic, CASE or two columns)",
-                    op.symbol()
-                )))
-            }
+            _ => return Ok(None),
         };
         let col = self.column(path)?;
-        let value = convert(lit, self.bound(col)?)?;
-        Ok(Node::Cmp { col, op, value })
+        let c = self.bound(col)?;
+        if matches!(lit, Literal::Binary(_)) || matches!(c.data_type, DataType::Binary) {
+            return Ok(None);
+        }
+        let value = convert(lit, c)?;
+        Ok(Some(Node::Cmp { col, op, value }))
     }
 
-    fn in_list(&mut self, value: &Expr, list: &[Expr]) -> Result<Node> {
+    /// `value IN (…)` as a prunable leaf when it is a column and literals;
+    /// `None` for any other shape.
+    fn in_list(&mut self, value: &Expr, list: &[Expr]) -> Result<Option<Node>> {
         let Expr::Column(path) = value else {
-            return Err(unsupported(format!(
-                "{value} IN (…): only a column IN a list of literals is evaluated"
-            )));
+            return Ok(None);
         };
+        if !list
+            .iter()
+            .all(|v| matches!(v, Expr::Literal(l) if !matches!(l, Literal::Binary(_))))
+        {
+            return Ok(None);
+        }
         let col = self.column(path)?;
         let c = self.bound(col)?.clone();
+        if matches!(c.data_type, DataType::Binary) {
+            return Ok(None);
+        }
         let mut values = Vec::new();
         let mut has_null = false;
         for v in list {
             let Expr::Literal(lit) = v else {
-                return Err(unsupported(format!(
-                    "{v} in an IN list: only literals are evaluated"
-                )));
+                return Ok(None);
             };
             match convert(lit, &c)? {
                 Some(v) => values.push(v),
                 None => has_null = true,
             }
         }
-        Ok(Node::In {
+        Ok(Some(Node::In {
             col,
             values,
             has_null,
-        })
+        }))
     }
 
     fn bound(&self, col: usize) -> Result<&BoundColumn> {
@@ -605,24 +638,14 @@ pub(crate) mod tests {
             ("d = '2024-02-30'", "does not convert"),
             ("d = TIMESTAMP '2024-01-01 00:00:00'", "does not convert"),
             ("t = 'yesterday'", "does not convert"),
-            (
-                "bin = X'00'",
-                "predicates on column bin of type binary are not supported",
-            ),
             ("st = 1", "predicates on column st of type struct"),
+            ("d < 1", "does not convert"),
             (
-                "id + 1 > 2",
-                "only a column compared with a literal is evaluated",
+                "d < `a name`",
+                "cannot compare d (date) with `a name` (integer)",
             ),
-            ("id = x", "only a column compared with a literal"),
-            ("1 = 1", "only a column compared with a literal"),
-            (
-                "CASE WHEN id > 1 THEN 1 ELSE 0 END = 1",
-                "only a column compared with a literal",
-            ),
-            ("id IN (1, x)", "only literals are evaluated"),
-            ("id + 1 IN (1)", "only a column IN a list of literals"),
-            ("(- id) IS NULL", "only of a column"),
+            ("part + 1 > 2", "cannot apply + to string and integer"),
+            ("CASE WHEN id > 1 THEN d ELSE 0 END = 1", "no common type"),
         ];
         for (text, want) in cases {
             let err = bind(text).unwrap_err();
@@ -637,7 +660,7 @@ pub(crate) mod tests {
             );
         }
         // a tree that is a value, not a predicate
-        let e = Expr::column(&["b"]);
+        let e = Expr::column(&["id"]);
         let err = Predicate::bind(
             &Filter::Expr(e),
             &schema(),
@@ -647,21 +670,24 @@ pub(crate) mod tests {
         )
         .unwrap_err();
         assert!(
-            err.to_string().contains("is a value, not a predicate"),
+            err.to_string()
+                .contains("is a value of type long, not a condition"),
             "{err}"
         );
     }
 
     #[test]
     fn lenient_binding_turns_what_does_not_bind_into_unknown() {
-        let p = lenient("nope = 1 AND id = 3 AND id + 1 > 2 AND x = 'NaN' AND bin = X'00'");
+        let p = lenient("nope = 1 AND id = 3 AND id + 1 > 2 AND x = 'NaN' AND part + 1 > 2");
         let Node::And(parts) = &p.root else { panic!() };
         assert_eq!(parts.len(), 5);
         assert_eq!(
             parts.iter().filter(|n| **n == Node::Unknown).count(),
-            4,
+            3,
             "{parts:?}"
         );
+        // arithmetic binds, for evaluation only
+        assert!(matches!(parts[2], Node::Eval(_)), "{parts:?}");
         // syntax errors stay errors: there is nothing to bind
         assert!(Predicate::new(
             "id =",

@@ -90,7 +90,7 @@ fn scalar(v: &Val, dt: &ArrowType) -> Result<ArrayRef> {
 /// and everything else unchanged). arrow orders floats totally, -0.0 below
 /// 0.0; Spark compares -0.0 equal to 0.0 and, like arrow, NaN equal to NaN
 /// and above every number.
-fn zero_without_sign(a: ArrayRef) -> Result<ArrayRef> {
+pub(crate) fn zero_without_sign(a: ArrayRef) -> Result<ArrayRef> {
     let zero: ArrayRef = match a.data_type() {
         ArrowType::Float32 => Arc::new(Float32Array::from(vec![0.0f32])),
         ArrowType::Float64 => Arc::new(Float64Array::from(vec![0.0f64])),
@@ -99,7 +99,7 @@ fn zero_without_sign(a: ArrayRef) -> Result<ArrayRef> {
     arrow_arith::numeric::add(&a, &Scalar::new(zero)).map_err(arrow_error)
 }
 
-fn column_array(batch: &RecordBatch, c: &BoundColumn) -> Result<ArrayRef> {
+pub(crate) fn column_array(batch: &RecordBatch, c: &BoundColumn) -> Result<ArrayRef> {
     let missing = || {
         Error::InvalidArgument(format!(
             "predicate column {} is not in the batch",
@@ -133,7 +133,7 @@ fn column_array(batch: &RecordBatch, c: &BoundColumn) -> Result<ArrayRef> {
     Ok(array)
 }
 
-fn cmp_kernel(op: Op, a: &dyn Datum, b: &dyn Datum) -> Result<BooleanArray> {
+pub(crate) fn cmp_kernel(op: Op, a: &dyn Datum, b: &dyn Datum) -> Result<BooleanArray> {
     use arrow_ord::cmp;
     match op {
         Op::Eq => cmp::eq(a, b),
@@ -175,6 +175,13 @@ impl Predicate {
         };
         match n {
             Node::Unknown => Ok(BooleanArray::from(vec![true; rows])),
+            Node::Eval(t) => {
+                let a = t.eval(&self.columns, batch)?;
+                a.as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .cloned()
+                    .ok_or_else(|| Error::Internal(format!("condition of type {}", a.data_type())))
+            }
             Node::And(parts) => parts
                 .iter()
                 .try_fold(BooleanArray::from(vec![true; rows]), |acc, p| {

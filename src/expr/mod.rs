@@ -9,6 +9,7 @@
 //! | [`bind`]     | [`Expr`] + table schema → [`Predicate`]: columns resolved (nested, column mapping), literals converted to the column's type, strictly or leniently |
 //! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`FileStats`]), any [`ColumnStats`] |
 //! | [`eval`]     | [`Predicate::evaluate`]: SQL three-valued logic over an Arrow batch with arrow kernels |
+//! | [`value`]    | typed trees with Spark's type rules: [`ValueExpr`] (UPDATE/MERGE values) and predicates beyond column-vs-literal |
 //!
 //! Parquet row-group statistics are read in `scan::pruning` (they need the
 //! file's footer and the Delta → parquet column resolution, which are the
@@ -32,21 +33,37 @@
 //! value     := column | literal | "(" value ")"
 //!            | value (+ | - | * | /) value | - value
 //!            | CASE WHEN predicate THEN value [WHEN …]* [ELSE value] END
+//!            | CASE value WHEN value THEN value [WHEN …]* [ELSE value] END
+//!            | CAST "(" value AS type ")"
+//!            | value || value | CONCAT "(" value ("," value)* ")"
+//!            | predicate                      (a boolean value, e.g. in SET)
+//! type      := BOOLEAN | TINYINT | SMALLINT | INT | BIGINT | FLOAT | DOUBLE
+//!            | DECIMAL [(p [, s])] | STRING | BINARY | DATE | TIMESTAMP | TIMESTAMP_NTZ
 //! column    := name ("." name)*              name := letter (letter | digit | _)* | `back quoted`
 //! literal   := number | 'string' | "string" | TRUE | FALSE | NULL
 //!            | DATE 'YYYY-MM-DD' | TIMESTAMP '…' | TIMESTAMP_NTZ '…'
 //!            | X'hex' | CAST('…' AS DOUBLE)    number := [-] digits [. digits] [e [±] digits] [L]
 //! ```
 //!
-//! What is evaluated today: comparisons, `IN`, `IS NULL` and `BETWEEN` of a
-//! **column with literals** (either side), combined with AND/OR/NOT. Arithmetic,
-//! `CASE`, column-to-column comparisons and binary literals parse into the tree
-//! (so UPDATE can be built on it) but binding refuses them with
-//! [`Error::UnsupportedPredicate`](crate::Error::UnsupportedPredicate); anything
-//! else (`LIKE`, functions, `%`, subqueries, …) is refused by the parser with
-//! the same error, naming the construct and its character position.
-//! Parentheses, `NOT`s, arithmetic operators and `CASE` may nest at most
-//! [`MAX_PREDICATE_DEPTH`] levels (an
+//! Everything above is evaluated, with Spark SQL's ANSI semantics (Spark 4's
+//! default) where they matter:
+//!
+//! * a comparison, `IN` or `IS NULL` of a **column with literals** binds to a
+//!   leaf that also prunes files and row groups; any other predicate (two
+//!   columns, arithmetic, `CASE`, …) is evaluated per row and prunes nothing;
+//! * types are widened as Spark does: integers to the wider integer, integers
+//!   and decimals to a decimal, anything with a float or double to double; a
+//!   string compared with a number, date or timestamp is cast to that type;
+//! * `+ - *` of integers stay integers and fail on overflow; `/` of integers
+//!   gives a double; division by zero fails (`DIVIDE_BY_ZERO` in Spark);
+//! * `CAST` fails on a value that does not convert (`'abc'` to INT), as ANSI
+//!   casts do; `||`/`CONCAT` casts other types to strings, NULL when any part
+//!   is NULL; `CASE` returns the widest type of its branches.
+//!
+//! Anything else (`LIKE`, other functions, `%`, subqueries, …) is refused by
+//! the parser with [`Error::UnsupportedPredicate`](crate::Error::UnsupportedPredicate),
+//! naming the construct and its character position. Parentheses, `NOT`s,
+//! operators and `CASE` may nest at most [`MAX_PREDICATE_DEPTH`] levels (an
 //! [`Error::InvalidArgument`](crate::Error::InvalidArgument): a limit of
 //! deltadv's, not a construct outside the subset).
 //!
@@ -74,6 +91,8 @@
 //! {"arith": {"op": "+", "left": E, "right": E}}  op: + - * /
 //! {"neg": E}
 //! {"case": {"when": [[E, E], …], "otherwise": E | null}}
+//! {"cast": {"expr": E, "to": "decimal(10,2)"}}  to: a Delta type name
+//! {"concat": [E, …]}
 //! ```
 //!
 //! Numbers travel as text (`"number"`: exact decimal digits; `"double"`: the
@@ -85,6 +104,7 @@ pub mod bind;
 pub mod eval;
 pub mod parse;
 pub mod prune;
+pub mod value;
 
 use std::fmt;
 
@@ -92,6 +112,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::bind::{Binding, BoundColumn, Predicate, Val};
 pub use self::prune::{ColumnStats, FileStats};
+pub use self::value::ValueExpr;
 
 /// Deepest nesting of parentheses, `NOT`s, arithmetic operators and `CASE`s
 /// an expression may have. The parser and everything that walks the tree
@@ -310,6 +331,15 @@ pub enum Expr {
         when: Vec<(Expr, Expr)>,
         otherwise: Option<Box<Expr>>,
     },
+    /// `CAST(expr AS type)`; `to` is a Delta primitive type name
+    /// (`integer`, `long`, `decimal(10,2)`, `string`, `timestamp_ntz`, …).
+    Cast {
+        expr: Box<Expr>,
+        to: String,
+    },
+    /// String concatenation (`a || b`, `concat(a, b, …)`): NULL when any
+    /// part is NULL; non-string parts are cast to strings.
+    Concat(Vec<Expr>),
 }
 
 impl Expr {
@@ -426,6 +456,14 @@ impl fmt::Display for Literal {
     }
 }
 
+/// An operand of a comparison, `IN` or `IS NULL`: a predicate in parentheses.
+fn operand(e: &Expr) -> String {
+    match e {
+        Expr::Cmp { .. } | Expr::In { .. } | Expr::IsNull(_) => format!("({e})"),
+        _ => e.to_string(),
+    }
+}
+
 /// SQL that parses back to the same tree: every compound node in parentheses.
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -445,12 +483,14 @@ impl fmt::Display for Expr {
             Expr::And(parts) => join(f, parts, "AND"),
             Expr::Or(parts) => join(f, parts, "OR"),
             Expr::Not(e) => write!(f, "(NOT {e})"),
-            Expr::Cmp { op, left, right } => write!(f, "{left} {} {right}", op.symbol()),
+            Expr::Cmp { op, left, right } => {
+                write!(f, "{} {} {}", operand(left), op.symbol(), operand(right))
+            }
             Expr::In { value, list } => {
                 let vals: Vec<String> = list.iter().map(ToString::to_string).collect();
-                write!(f, "{value} IN ({})", vals.join(", "))
+                write!(f, "{} IN ({})", operand(value), vals.join(", "))
             }
-            Expr::IsNull(e) => write!(f, "{e} IS NULL"),
+            Expr::IsNull(e) => write!(f, "{} IS NULL", operand(e)),
             Expr::Arith { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
             // The space keeps `- -5` from reading as a `--` comment.
             Expr::Neg(e) => write!(f, "(- {e})"),
@@ -464,6 +504,8 @@ impl fmt::Display for Expr {
                 }
                 write!(f, " END)")
             }
+            Expr::Cast { expr, to } => write!(f, "CAST({expr} AS {})", sql_type_name(to)),
+            Expr::Concat(parts) => join(f, parts, "||"),
         }
     }
 }
@@ -474,6 +516,17 @@ impl fmt::Display for Filter {
             Filter::Sql(text) => write!(f, "{text}"),
             Filter::Expr(e) => write!(f, "{e}"),
         }
+    }
+}
+
+/// A Delta primitive type name as SQL's (`long` → `BIGINT`), for printing.
+fn sql_type_name(delta: &str) -> String {
+    match delta {
+        "byte" => "TINYINT".into(),
+        "short" => "SMALLINT".into(),
+        "integer" => "INT".into(),
+        "long" => "BIGINT".into(),
+        other => other.to_ascii_uppercase(),
     }
 }
 

@@ -65,8 +65,25 @@ impl Expr {
 
 /// Parse SQL text (see [`crate::expr`] for the grammar).
 pub fn parse(text: &str) -> Result<Expr> {
+    parse_with(text, "predicate", |m, tree| m.predicate(tree, 0))
+}
+
+/// Parse SQL text as a value (an UPDATE `SET` expression, a MERGE insert
+/// value): a column, literal, arithmetic, `CASE`, `CAST`, concatenation, or
+/// a predicate as a boolean value.
+pub fn parse_value(text: &str) -> Result<Expr> {
+    parse_with(text, "expression", |m, tree| m.value(tree, 0))
+}
+
+/// Tokenize and parse `text` as one sqlparser expression (nothing after it),
+/// then map it with `map`; `what` names it in errors.
+fn parse_with(
+    text: &str,
+    what: &str,
+    map: impl FnOnce(&Mapper<'_>, &SqlExpr) -> Result<Expr>,
+) -> Result<Expr> {
     if text.trim().is_empty() {
-        return Err(syntax(text, 0, "empty predicate"));
+        return Err(syntax(text, 0, format!("empty {what}")));
     }
     let dialect = PredicateDialect;
     let tokens = Tokenizer::new(&dialect, text)
@@ -83,10 +100,10 @@ pub fn parse(text: &str) -> Result<Expr> {
         return Err(syntax(
             text,
             at,
-            format!("unexpected {} after the predicate", next.token),
+            format!("unexpected {} after the {what}", next.token),
         ));
     }
-    Mapper { text }.predicate(&tree, 0)
+    map(&Mapper { text }, &tree)
 }
 
 /// Refuse, before parsing, nesting that is certainly too deep: more than
@@ -239,7 +256,7 @@ fn construct(e: &SqlExpr) -> String {
         SqlExpr::SimilarTo { .. } => "SIMILAR TO".into(),
         SqlExpr::RLike { .. } => "RLIKE/REGEXP".into(),
         SqlExpr::Function(f) => format!("the function {}", f.name),
-        SqlExpr::Cast { .. } => "CAST (other than CAST('…' AS DOUBLE))".into(),
+        SqlExpr::Cast { .. } => "this form of CAST".into(),
         SqlExpr::InSubquery { .. } | SqlExpr::Subquery(_) | SqlExpr::Exists { .. } => {
             "a subquery".into()
         }
@@ -429,6 +446,10 @@ impl Mapper<'_> {
                     _ => return Err(self.unsupported(e)),
                 }))
             }
+            SqlExpr::UnaryOp {
+                op: UnaryOperator::Not,
+                ..
+            } => self.predicate(e, depth),
             SqlExpr::UnaryOp { op, expr } => {
                 if let SqlExpr::Value(v) = expr.as_ref() {
                     if let Value::Number(n, _) = &v.value {
@@ -453,12 +474,37 @@ impl Mapper<'_> {
                 let d = self.deeper(depth, e)?;
                 self.value(inner, d)
             }
+            SqlExpr::BinaryOp {
+                op: BinaryOperator::StringConcat,
+                ..
+            } => {
+                // `a || b || c` is one flat list, walked iteratively.
+                let mut rights = Vec::new();
+                let mut cur = e;
+                while let SqlExpr::BinaryOp {
+                    left,
+                    op: BinaryOperator::StringConcat,
+                    right,
+                } = cur
+                {
+                    rights.push(right.as_ref());
+                    cur = left;
+                }
+                let d = self.deeper(depth, e)?;
+                let mut parts = Vec::with_capacity(rights.len() + 1);
+                parts.push(self.value(cur, d)?);
+                for r in rights.into_iter().rev() {
+                    parts.push(self.value(r, d)?);
+                }
+                Ok(Expr::Concat(parts))
+            }
             SqlExpr::BinaryOp { left, op, right } => {
                 let op = match op {
                     BinaryOperator::Plus => ArithOp::Add,
                     BinaryOperator::Minus => ArithOp::Sub,
                     BinaryOperator::Multiply => ArithOp::Mul,
                     BinaryOperator::Divide => ArithOp::Div,
+                    // A predicate as a boolean value (`SET flag = a > b`).
                     BinaryOperator::And
                     | BinaryOperator::Or
                     | BinaryOperator::Eq
@@ -467,9 +513,7 @@ impl Mapper<'_> {
                     | BinaryOperator::LtEq
                     | BinaryOperator::Gt
                     | BinaryOperator::GtEq
-                    | BinaryOperator::Spaceship => {
-                        return Err(self.refuse(e, "a predicate where a value is expected"))
-                    }
+                    | BinaryOperator::Spaceship => return self.predicate(e, depth),
                     _ => return Err(self.unsupported(e)),
                 };
                 let d = self.deeper(depth, e)?;
@@ -526,22 +570,93 @@ impl Mapper<'_> {
                     SqlType::Double(_) | SqlType::DoublePrecision | SqlType::Float64
                 );
                 match text {
+                    // A double literal: NaN and infinities kept exactly.
                     Some(s) if double => parse_double(s)
                         .map(|d| Expr::Literal(Literal::Double(d)))
                         .ok_or_else(|| self.refuse(e, format!("invalid double {s:?}"))),
-                    _ => Err(self.unsupported(e)),
+                    _ => {
+                        let to = self.type_name(e, data_type)?;
+                        let d = self.deeper(depth, e)?;
+                        Ok(Expr::Cast {
+                            expr: Box::new(self.value(expr, d)?),
+                            to,
+                        })
+                    }
                 }
             }
+            SqlExpr::Function(f) if f.name.to_string().eq_ignore_ascii_case("concat") => {
+                let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
+                    return Err(self.unsupported(e));
+                };
+                if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+                    return Err(self.unsupported(e));
+                }
+                let d = self.deeper(depth, e)?;
+                let parts = list
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        sqlparser::ast::FunctionArg::Unnamed(
+                            sqlparser::ast::FunctionArgExpr::Expr(x),
+                        ) => self.value(x, d),
+                        _ => Err(self.unsupported(e)),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                if parts.is_empty() {
+                    return Err(self.refuse(e, "concat() needs at least one argument"));
+                }
+                Ok(Expr::Concat(parts))
+            }
+            // A predicate as a boolean value.
             SqlExpr::InList { .. }
             | SqlExpr::IsNull(_)
             | SqlExpr::IsNotNull(_)
             | SqlExpr::Between { .. }
             | SqlExpr::IsDistinctFrom(..)
-            | SqlExpr::IsNotDistinctFrom(..) => {
-                Err(self.refuse(e, "a predicate where a value is expected"))
-            }
+            | SqlExpr::IsNotDistinctFrom(..) => self.predicate(e, depth),
             _ => Err(self.unsupported(e)),
         }
+    }
+
+    /// A CAST target as a Delta primitive type name.
+    fn type_name(&self, e: &SqlExpr, t: &SqlType) -> Result<String> {
+        use sqlparser::ast::ExactNumberInfo;
+        Ok(match t {
+            SqlType::Boolean | SqlType::Bool => "boolean".into(),
+            SqlType::TinyInt(_) => "byte".into(),
+            SqlType::SmallInt(_) | SqlType::Int2(_) => "short".into(),
+            SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::Int32 => {
+                "integer".into()
+            }
+            SqlType::BigInt(_) | SqlType::Int8(_) | SqlType::Int64 => "long".into(),
+            SqlType::Float(_) | SqlType::Real | SqlType::Float4 | SqlType::Float32 => {
+                "float".into()
+            }
+            SqlType::Double(_) | SqlType::DoublePrecision | SqlType::Float8 | SqlType::Float64 => {
+                "double".into()
+            }
+            SqlType::Decimal(info) | SqlType::Numeric(info) | SqlType::Dec(info) => match info {
+                ExactNumberInfo::None => "decimal(10,0)".into(),
+                ExactNumberInfo::Precision(p) => format!("decimal({p},0)"),
+                ExactNumberInfo::PrecisionAndScale(p, s) => format!("decimal({p},{s})"),
+            },
+            SqlType::String(_) | SqlType::Varchar(_) | SqlType::Text | SqlType::Char(_) => {
+                "string".into()
+            }
+            SqlType::Binary(_) | SqlType::Bytea => "binary".into(),
+            SqlType::Date => "date".into(),
+            SqlType::Timestamp(None, TimezoneInfo::None) => "timestamp".into(),
+            SqlType::TimestampNtz(None) => "timestamp_ntz".into(),
+            SqlType::Custom(name, args) if args.is_empty() => {
+                match name.to_string().to_ascii_lowercase().as_str() {
+                    "byte" => "byte".into(),
+                    "short" => "short".into(),
+                    "long" => "long".into(),
+                    _ => return Err(self.refuse(e, format!("CAST to {t} is not supported"))),
+                }
+            }
+            _ => return Err(self.refuse(e, format!("CAST to {t} is not supported"))),
+        })
     }
 
     fn literal(&self, e: &SqlExpr, v: &Value) -> Result<Literal> {
@@ -650,6 +765,17 @@ mod tests {
                 "CASE id WHEN 1 THEN 'a' END IS NULL",
                 "(CASE WHEN id = 1 THEN 'a' END) IS NULL",
             ),
+            // CAST, concatenation, predicates as values
+            ("CAST(x AS INT) = 1", "CAST(x AS INT) = 1"),
+            (
+                "CAST(x AS decimal(10, 2)) > CAST(y AS BIGINT)",
+                "CAST(x AS DECIMAL(10,2)) > CAST(y AS BIGINT)",
+            ),
+            ("CAST(x AS long) = 1", "CAST(x AS BIGINT) = 1"),
+            ("a || 'b' || c = 'x'", "(a || 'b' || c) = 'x'"),
+            ("concat(a, 1) = 'x'", "(a || 1) = 'x'"),
+            ("(a = 1) = TRUE", "(a = 1) = TRUE"),
+            ("a = (b IS NULL)", "a = (b IS NULL)"),
         ];
         for (text, want) in cases {
             assert_eq!(parsed(text), want, "{text}");
@@ -685,10 +811,6 @@ mod tests {
             ),
             ("id IN (SELECT 1)", "a subquery is not supported"),
             ("id IS TRUE", "IS [NOT] TRUE/FALSE/UNKNOWN is not supported"),
-            (
-                "id = CAST(x AS INT)",
-                "CAST (other than CAST('…' AS DOUBLE)) is not supported",
-            ),
             ("x = CAST('abc' AS DOUBLE)", "invalid double \"abc\""),
             ("b = X'abc'", "invalid hex literal"),
             (
@@ -697,15 +819,15 @@ mod tests {
             ),
             ("id + 1", "a value where a predicate is expected"),
             (
-                "(a = 1) = TRUE",
-                "at character 1: a predicate where a value is expected",
-            ),
-            ("a = (b IS NULL)", "a predicate where a value is expected"),
-            (
                 "t = TIMESTAMP WITH TIME ZONE '2024-01-01'",
                 "is not supported",
             ),
             ("id = 1 AND", "Expected: an expression"),
+            (
+                "CAST(x AS ARRAY<INT>) = 1",
+                "CAST to ARRAY<INT> is not supported",
+            ),
+            ("concat() = 'a'", "concat() needs at least one argument"),
         ];
         for (text, want) in cases {
             let err = error(text);

@@ -54,7 +54,7 @@ impl Predicate {
             match n {
                 Node::And(p) | Node::Or(p) => p.iter().all(known),
                 Node::Not(i) => known(i),
-                Node::Unknown => false,
+                Node::Unknown | Node::Eval(_) => false,
                 _ => true,
             }
         }
@@ -167,7 +167,7 @@ fn may_match(
             .is_some_and(|c| matches!(c.data_type, DataType::Float | DataType::Double))
     };
     match n {
-        Node::Unknown => true,
+        Node::Unknown | Node::Eval(_) => true,
         Node::And(parts) if !negated => parts.iter().all(|p| may_match(p, false, columns, stats)),
         Node::And(parts) => parts.iter().any(|p| may_match(p, true, columns, stats)),
         Node::Or(parts) if !negated => parts.iter().any(|p| may_match(p, false, columns, stats)),
