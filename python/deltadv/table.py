@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from deltadv._core import (
     DeletionVector,
     RawDeltaTable,
+    prepare_changes,
     prepare_delete,
     read_scan_task,
     scan_task_schema,
@@ -20,6 +21,12 @@ from deltadv._core import (
 
 #: DV files are cut at about this size (bytes), as in the reference implementation.
 DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
+#: Size (bytes) at which a data file is closed and the next one started.
+TARGET_FILE_SIZE = 128 * 1024 * 1024
+
+#: A value for UPDATE's SET (or MERGE's): SQL text in deltadv's grammar, or a
+#: pyarrow compute expression.
+Value = str | pc.Expression
 
 #: A scan filter: SQL text in deltadv's subset, or an expression tree in its JSON
 #: form (a dict; see the Rust crate's ``expr`` module docs).
@@ -130,6 +137,42 @@ class DeleteTask:
     def __repr__(self) -> str:
         hidden = ", storage_options=<hidden>" if self.storage_options else ""
         return f"DeleteTask({self.table_uri!r}, files={len(self.adds)}{hidden})"
+
+
+class ChangeTask:
+    """The executor side of a distributed UPDATE or MERGE (``deltadv.spark``):
+    :meth:`prepare` writes a stream of changed rows -- the table's columns with
+    their new values, plus ``_file_path`` / ``_row_index`` of the target row each
+    replaces (null for an insert) and an optional ``_change`` column
+    (``"update"``, the default; ``"delete"``; ``"insert"``) -- as new data files
+    and ONE deletion vector file for the rows it replaces, and returns what it
+    wrote for :meth:`DeltaTable.commit_changes`. Picklable; needs no log replay.
+    Storage options are pickled with it but never shown in its repr."""
+
+    __slots__ = ("storage_options", "table_uri", "task")
+
+    def __init__(
+        self, table_uri: str, task: str, storage_options: dict[str, str] | None = None
+    ) -> None:
+        self.table_uri = table_uri
+        self.task = task
+        self.storage_options = dict(storage_options or {})
+
+    def prepare(self, data: Any) -> str:
+        """Write the change stream ``data`` (anything with ``__arrow_c_stream__``);
+        returns the prepared changes (JSON). On a failure, the files written are
+        removed."""
+        if not hasattr(data, "__arrow_c_stream__"):
+            raise TypeError(f"data must have __arrow_c_stream__, not {type(data).__name__}")
+        return prepare_changes(self.task, self.storage_options, self.table_uri, data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ChangeTask, (self.table_uri, self.task, self.storage_options))
+
+    def __repr__(self) -> str:
+        files = len(_json.loads(self.task)["targets"])
+        hidden = ", storage_options=<hidden>" if self.storage_options else ""
+        return f"ChangeTask({self.table_uri!r}, files={files}{hidden})"
 
 
 class DeltaTable:
@@ -359,6 +402,180 @@ class DeltaTable:
         DV). Returns the operation metrics; see :meth:`delete`."""
         return self._raw.commit_prepared(list(prepared), predicate, inline_threshold)
 
+    def update(
+        self,
+        updates: Mapping[str, Value],
+        predicate: str | pc.Expression | None = None,
+        *,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        target_file_size: int = TARGET_FILE_SIZE,
+    ) -> dict[str, Any]:
+        """UPDATE the rows matching ``predicate`` (None: every row), setting each
+        column of ``updates`` to its value, with deletion vectors: the old copies
+        of the rows are marked deleted in their files' DVs (one DV file), the new
+        versions are written to new data files (partitioned, column-mapped and
+        with stats as the table's), and one commit records both, as Delta Spark's
+        UPDATE does (deltalake's ``update`` signature).
+
+        Values and the predicate are SQL in deltadv's grammar -- columns,
+        literals, arithmetic, ``||``/``concat``, ``CAST``, ``CASE WHEN``,
+        comparisons (documented once, in the Rust crate's ``expr`` module), e.g.
+        ``{"price": "price * 1.1", "tag": "CASE WHEN qty > 5 THEN 'bulk' ELSE tag END"}``
+        -- evaluated with Spark's ANSI rules (overflow, a failed CAST and division
+        by zero are errors), or pyarrow compute expressions (then every value must
+        be one, and pyarrow evaluates them). Files ruled out by partition values
+        or stats are not read. Returns Delta Spark's UPDATE metrics
+        (``num_updated_rows``, ``num_deletion_vectors_added``, ...) in snake_case,
+        and moves this object to the new version; nothing is committed when no
+        row matches. A table without DVs is refused unless
+        ``allow_copy_on_write``: then the touched files are rewritten.
+        """
+        if not isinstance(updates, Mapping) or not updates:
+            raise ValueError("updates must be a non-empty mapping of column -> value")
+        exprs = [v for v in updates.values() if isinstance(v, pc.Expression)]
+        if not exprs and not isinstance(predicate, pc.Expression):
+            for column, value in updates.items():
+                if not isinstance(value, str):
+                    raise TypeError(
+                        f"the value for {column!r} must be SQL text or a "
+                        f"pyarrow.compute.Expression, not {value!r}"
+                    )
+            return self._raw.update(
+                list(updates.items()),
+                predicate,
+                allow_copy_on_write,
+                inline_threshold,
+                dv_file_target_size,
+                target_file_size,
+            )
+        return self._update_with_pyarrow(
+            updates,
+            predicate,
+            allow_copy_on_write=allow_copy_on_write,
+            inline_threshold=inline_threshold,
+            dv_file_target_size=dv_file_target_size,
+            target_file_size=target_file_size,
+        )
+
+    def _update_with_pyarrow(
+        self,
+        updates: Mapping[str, Value],
+        predicate: str | pc.Expression | None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """UPDATE with pyarrow expressions: pyarrow evaluates the predicate and the
+        values batch by batch; the Rust core writes and commits the change stream."""
+        import pyarrow.dataset as ds
+
+        names = self.schema().names
+        lower = {n.lower(): n for n in names}
+        columns: dict[str, pc.Expression] = {}
+        for column, value in updates.items():
+            if not isinstance(value, pc.Expression):
+                raise TypeError(
+                    f"the value for {column!r} must be a pyarrow.compute.Expression like "
+                    "the others (SQL text and expressions do not mix)"
+                )
+            name = lower.get(column.lower())
+            if name is None:
+                raise ValueError(
+                    f"UPDATE sets column {column!r}, which is not in the table "
+                    f"(columns: {', '.join(names)})"
+                )
+            columns[name] = value
+        if predicate is not None and not isinstance(predicate, str | pc.Expression):
+            raise TypeError(
+                f"predicate must be a str or pyarrow.compute.Expression, not {predicate!r}"
+            )
+        sql = predicate if isinstance(predicate, str) else None
+        copy = options["allow_copy_on_write"]
+        task = self.change_task(
+            self.files(),
+            allow_copy_on_write=copy,
+            inline_threshold=options["inline_threshold"],
+            dv_file_target_size=options["dv_file_target_size"],
+            target_file_size=options["target_file_size"],
+        )
+        source = self.scan_with_row_index(filter=sql)
+        projection = {n: columns.get(n, pc.field(n)) for n in names}
+        projection["_file_path"] = pc.field("_file_path")
+        projection["_row_index"] = pc.field("_row_index")
+
+        def changed() -> Any:
+            for batch in source:
+                rows = ds.dataset(pa.Table.from_batches([batch]))
+                filt = predicate if isinstance(predicate, pc.Expression) else None
+                out = rows.to_table(columns=projection, filter=filt)
+                yield from out.to_batches()
+
+        batches = changed()
+        head = next(batches, None)
+        if head is None:
+            return self.commit_changes("UPDATE", [], predicate=_text(predicate))
+        data = pa.RecordBatchReader.from_batches(head.schema, _chain(head, batches))
+        prepared = task.prepare(data)
+        return self.commit_changes(
+            "UPDATE",
+            [prepared],
+            predicate=_text(predicate),
+            allow_copy_on_write=copy,
+            inline_threshold=options["inline_threshold"],
+        )
+
+    def change_task(
+        self,
+        paths: list[str],
+        *,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        target_file_size: int = TARGET_FILE_SIZE,
+    ) -> ChangeTask:
+        """A :class:`ChangeTask` whose change stream may replace rows of the live
+        data files ``paths`` (as in :meth:`files`), to write part of an UPDATE or
+        MERGE elsewhere (Spark executors). Raises if the table cannot be
+        updated (features, properties, DVs off without ``allow_copy_on_write``)."""
+        task = self._raw.change_task(
+            list(paths), allow_copy_on_write, inline_threshold, dv_file_target_size,
+            target_file_size,
+        )
+        return ChangeTask(self.table_uri, task, self._raw.storage_options)
+
+    def commit_changes(
+        self,
+        operation: str,
+        prepared: list[str],
+        *,
+        predicate: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        extra_metrics: Mapping[str, Any] | None = None,
+        read_files: list[str] | None = None,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+    ) -> dict[str, Any]:
+        """Commit what :meth:`ChangeTask.prepare` returned (from any number of
+        tasks) as one ``"UPDATE"`` or ``"MERGE"``; ``parameters`` become the
+        commit's operationParameters (``predicate`` sets Delta's ``predicate``),
+        ``extra_metrics`` are added to its operationMetrics, ``read_files`` are
+        the files the operation read (None: the whole table, for the conflict
+        checker). Files whose DV changed since they were prepared are rebased
+        when the rows are disjoint; if the commit fails, the new files are removed.
+        Returns the metrics; see :meth:`update`."""
+        params = dict(parameters or {})
+        if predicate is not None and "predicate" not in params:
+            params["predicate"] = _json.dumps([predicate])
+        return self._raw.commit_changes(
+            operation,
+            list(prepared),
+            _json.dumps(params),
+            _json.dumps({k: str(v) for k, v in (extra_metrics or {}).items()}),
+            None if read_files is None else list(read_files),
+            allow_copy_on_write,
+            inline_threshold,
+        )
+
     def predicate_is_partition_only(self, predicate: str) -> bool:
         """Whether ``predicate`` (deltadv's SQL subset) names only partition
         columns, so a DELETE with it removes whole files unread. Raises
@@ -403,3 +620,13 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
+
+
+def _text(predicate: str | pc.Expression | None) -> str | None:
+    """A predicate as the text recorded in the commit."""
+    return None if predicate is None else str(predicate)
+
+
+def _chain(head: pa.RecordBatch, rest: Any) -> Any:
+    yield head
+    yield from rest

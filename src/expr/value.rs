@@ -846,7 +846,7 @@ impl ValueExpr {
         if ok {
             Ok(())
         } else {
-            Err(type_error(format!(
+            Err(Error::InvalidArgument(format!(
                 "cannot assign {} (of type {}) to column {column} of type {}",
                 self.text,
                 type_name(from),

@@ -38,6 +38,9 @@ pub enum WriteOperation {
     DeleteCopyOnWrite,
     /// Adding new data files (an append, or the data of a new table).
     Append,
+    /// UPDATE or MERGE: old copies of changed rows marked deleted (by DVs,
+    /// or by rewriting their files), new versions written to new files.
+    RewriteRows,
 }
 
 impl WriteOperation {
@@ -46,6 +49,7 @@ impl WriteOperation {
             WriteOperation::DeleteWithDeletionVectors => "DELETE",
             WriteOperation::DeleteCopyOnWrite => "copy-on-write DELETE",
             WriteOperation::Append => "append",
+            WriteOperation::RewriteRows => "UPDATE/MERGE",
         }
     }
 }
@@ -207,6 +211,7 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
         &[
             WriteOperation::DeleteWithDeletionVectors,
             WriteOperation::DeleteCopyOnWrite,
+            WriteOperation::RewriteRows,
         ],
     ),
     (
@@ -215,13 +220,17 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
         &[
             WriteOperation::DeleteWithDeletionVectors,
             WriteOperation::DeleteCopyOnWrite,
+            WriteOperation::RewriteRows,
         ],
     ),
     (
         "delta.enableRowTracking",
         "the table has row tracking enabled and a rewritten file would give its rows new \
          row ids (deltadv does not write materialized row id columns)",
-        &[WriteOperation::DeleteCopyOnWrite],
+        &[
+            WriteOperation::DeleteCopyOnWrite,
+            WriteOperation::RewriteRows,
+        ],
     ),
 ];
 
@@ -252,6 +261,12 @@ fn verdict(f: &Feature, op: WriteOperation) -> Verdict {
         WriteOperation::DeleteWithDeletionVectors => f.delete_dvs,
         WriteOperation::DeleteCopyOnWrite => f.delete_cow,
         WriteOperation::Append => f.append,
+        // New files as an append writes them, old rows as a DELETE removes
+        // them (a copy-on-write rewrite is judged apart).
+        WriteOperation::RewriteRows => match (f.append, f.delete_dvs) {
+            (Yes, Yes) => Yes,
+            (No(why), _) | (_, No(why)) => No(why),
+        },
     }
 }
 
@@ -355,6 +370,28 @@ const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
 /// invariants, generated or identity columns, naming what stands in the way.
 pub fn check_append(p: &Protocol, metadata: &Metadata, schema: &StructType) -> Result<()> {
     check_write(p, metadata, WriteOperation::Append)?;
+    check_new_rows(metadata, schema, "append")
+}
+
+/// How an UPDATE or MERGE on this table is to be written: `Ok(true)` with
+/// deletion vectors, `Ok(false)` by rewriting the touched files (only when
+/// `allow_copy_on_write`). Besides DELETE's rules, the new rows must need
+/// nothing deltadv does not compute or check (constraints, generated or
+/// identity columns), and row tracking must be off (an updated row would
+/// get a new row id).
+pub fn plan_rewrite(
+    p: &Protocol,
+    metadata: &Metadata,
+    schema: &StructType,
+    allow_copy_on_write: bool,
+) -> Result<bool> {
+    check_write(p, metadata, WriteOperation::RewriteRows)?;
+    check_new_rows(metadata, schema, "UPDATE/MERGE")?;
+    plan_delete(p, metadata, allow_copy_on_write)
+}
+
+/// Refuse new rows deltadv would have to check or compute values for.
+fn check_new_rows(metadata: &Metadata, schema: &StructType, op: &str) -> Result<()> {
     let mut constraints: Vec<&str> = metadata
         .configuration
         .keys()
@@ -363,7 +400,7 @@ pub fn check_append(p: &Protocol, metadata: &Metadata, schema: &StructType) -> R
     constraints.sort_unstable();
     if let Some(name) = constraints.first() {
         return Err(Error::Unsupported(format!(
-            "append is not allowed: the table has CHECK constraint {name:?} \
+            "{op} is not allowed: the table has CHECK constraint {name:?} \
              (delta.constraints.{name}), which deltadv does not evaluate"
         )));
     }
@@ -386,7 +423,7 @@ pub fn check_append(p: &Protocol, metadata: &Metadata, schema: &StructType) -> R
     }
     if let Some((column, what)) = walk(&schema.fields, "") {
         return Err(Error::Unsupported(format!(
-            "append is not allowed: column {column:?} is {what}, which deltadv does not compute \
+            "{op} is not allowed: column {column:?} is {what}, which deltadv does not compute \
              or check"
         )));
     }

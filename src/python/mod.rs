@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 
+mod dml;
 mod table;
 mod write;
 
@@ -564,6 +565,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(dml::prepare_changes, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_files, m)?)?;
     m.add_function(wrap_pyfunction!(write::commit_files, m)?)?;

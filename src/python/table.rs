@@ -397,6 +397,99 @@ impl RawDeltaTable {
         self.after_write(py, &metrics)
     }
 
+    /// UPDATE … SET column = value (SQL values) WHERE predicate, in this
+    /// process; the metrics (snake_case), and the table reloaded.
+    #[pyo3(signature = (updates, predicate=None, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE))]
+    #[allow(clippy::too_many_arguments)]
+    fn update<'py>(
+        &mut self,
+        py: Python<'py>,
+        updates: Vec<(String, String)>,
+        predicate: Option<String>,
+        allow_copy_on_write: bool,
+        inline_threshold: usize,
+        dv_file_target_size: usize,
+        target_file_size: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = super::dml::options(
+            allow_copy_on_write,
+            inline_threshold,
+            dv_file_target_size,
+            target_file_size,
+        );
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| {
+                block_on(crate::write::dml::update_where(
+                    &snapshot,
+                    predicate.as_deref(),
+                    &updates,
+                    &options,
+                ))
+            })
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.after_dml(py, &metrics)
+    }
+
+    /// The JSON task with which executors write part of an UPDATE or MERGE
+    /// touching rows of the files at `paths`.
+    #[pyo3(signature = (paths, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE))]
+    fn change_task(
+        &self,
+        paths: Vec<String>,
+        allow_copy_on_write: bool,
+        inline_threshold: usize,
+        dv_file_target_size: usize,
+        target_file_size: usize,
+    ) -> PyResult<String> {
+        let options = super::dml::options(
+            allow_copy_on_write,
+            inline_threshold,
+            dv_file_target_size,
+            target_file_size,
+        );
+        super::dml::change_task(&self.snapshot, &paths, &options).map_err(to_py)
+    }
+
+    /// Commit what `prepare_changes` calls wrote (their JSON results) as one
+    /// UPDATE or MERGE (`operation`); the metrics, and the table reloaded.
+    #[pyo3(signature = (operation, prepared, parameters=None, extra_metrics=None, read_files=None, allow_copy_on_write=false, inline_threshold=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn commit_changes<'py>(
+        &mut self,
+        py: Python<'py>,
+        operation: &str,
+        prepared: Vec<String>,
+        parameters: Option<String>,
+        extra_metrics: Option<String>,
+        read_files: Option<Vec<String>>,
+        allow_copy_on_write: bool,
+        inline_threshold: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut options = super::dml::options(
+            allow_copy_on_write,
+            inline_threshold,
+            crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE,
+            crate::write::data::DEFAULT_TARGET_FILE_SIZE,
+        );
+        options.read_files = read_files.map(|f| f.into_iter().collect());
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| {
+                super::dml::commit(
+                    &snapshot,
+                    operation,
+                    &prepared,
+                    parameters.as_deref(),
+                    extra_metrics.as_deref(),
+                    options,
+                )
+            })
+            .map_err(to_py)?;
+        self.after_dml(py, &metrics)
+    }
+
     /// Turn deletion vectors on (protocol feature + `delta.enableDeletionVectors`),
     /// one commit; reloads at the new version and returns it.
     fn enable_deletion_vectors(&mut self, py: Python<'_>) -> PyResult<u64> {
@@ -461,13 +554,9 @@ impl RawDeltaTable {
 }
 
 impl RawDeltaTable {
-    /// Reload at the version a write committed; metrics as a dict.
-    fn after_write<'py>(
-        &mut self,
-        py: Python<'py>,
-        m: &crate::write::delete::DeleteMetrics,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        if let Some(v) = m.version {
+    /// Reload at `version` (a version a write committed).
+    fn reload(&mut self, py: Python<'_>, version: Option<u64>) -> PyResult<()> {
+        if let Some(v) = version {
             let store = self.store.clone();
             let snapshot = py
                 .detach(|| block_on(Snapshot::load(store, Some(v))))
@@ -475,6 +564,27 @@ impl RawDeltaTable {
                 .map_err(to_py)?;
             self.snapshot = Arc::new(snapshot);
         }
+        Ok(())
+    }
+
+    /// Reload after an UPDATE or MERGE; its metrics as a dict (Delta's
+    /// operationMetrics in snake_case, as integers).
+    fn after_dml<'py>(
+        &mut self,
+        py: Python<'py>,
+        m: &crate::write::dml::DmlMetrics,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.reload(py, m.version)?;
+        super::dml::metrics_dict(py, m)
+    }
+
+    /// Reload at the version a write committed; metrics as a dict.
+    fn after_write<'py>(
+        &mut self,
+        py: Python<'py>,
+        m: &crate::write::delete::DeleteMetrics,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.reload(py, m.version)?;
         let d = PyDict::new(py);
         d.set_item("version", m.version)?;
         d.set_item("num_deleted_rows", m.num_deleted_rows)?;

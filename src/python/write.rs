@@ -19,7 +19,7 @@ use crate::write::files::{self, SaveMode, WriteOptions};
 /// A reader over `data`'s Arrow C stream (`__arrow_c_stream__`), taken over
 /// from the capsule (the capsule is left with a released stream).
 #[allow(unsafe_code)]
-fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+pub(super) fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
     if !data.hasattr("__arrow_c_stream__")? {
         return Err(PyValueError::new_err(format!(
             "data must be Arrow data with __arrow_c_stream__ (a pyarrow Table or \

@@ -119,7 +119,7 @@ pub fn check_can_delete(snapshot: &Snapshot, copy_on_write: bool) -> Result<bool
 
 /// One file's state during a delete: its current add action and DV, and the
 /// rows this delete removes from it.
-struct Target {
+pub(super) struct Target {
     add: Add,
     key: String,
     num_records: u64,
@@ -273,7 +273,9 @@ pub async fn delete_rows(
 }
 
 /// The live files of `snapshot` by (URL-decoded) path.
-fn live_files(snapshot: &Snapshot) -> Result<HashMap<String, crate::table::snapshot::LiveFile>> {
+pub(super) fn live_files(
+    snapshot: &Snapshot,
+) -> Result<HashMap<String, crate::table::snapshot::LiveFile>> {
     Ok(snapshot
         .files()?
         .into_iter()
@@ -320,7 +322,7 @@ async fn delete_rows_of(
 /// A DELETE's changes, as the transaction sees them: the targets, and their
 /// remove/add actions prepared for the current bases (rebuilt, with a new DV
 /// file, only after a rebase).
-struct DeleteChanges<'o> {
+pub(super) struct DeleteChanges<'o> {
     targets: BTreeMap<String, Target>,
     options: &'o DeleteOptions,
     /// Write DVs (else rewrite files: copy-on-write).
@@ -329,8 +331,57 @@ struct DeleteChanges<'o> {
     started: Instant,
 }
 
-impl DeleteChanges<'_> {
-    fn delete_metrics(&self) -> DeleteMetrics {
+impl<'o> DeleteChanges<'o> {
+    pub(super) fn new(
+        targets: BTreeMap<String, Target>,
+        options: &'o DeleteOptions,
+        dvs: bool,
+        started: Instant,
+    ) -> Self {
+        DeleteChanges {
+            targets,
+            options,
+            dvs,
+            prepared: None,
+            started,
+        }
+    }
+
+    /// Whether it writes DVs (else it rewrites files).
+    pub(super) fn writes_dvs(&self) -> bool {
+        self.dvs
+    }
+
+    /// The paths of the files it changes, and the rows it removes from each.
+    pub(super) fn rows(&self) -> impl Iterator<Item = (&String, &RoaringTreemap)> {
+        self.targets.iter().map(|(k, t)| (k, &t.rows))
+    }
+
+    /// Bytes of the files it removes for good (not those re-added with a
+    /// new DV), as Delta Spark counts them.
+    pub(super) fn removed_bytes(&self) -> u64 {
+        let Some((actions, _)) = self.prepared.as_ref() else {
+            return 0;
+        };
+        let readded: std::collections::HashSet<&str> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Add(add) => Some(add.path.as_str()),
+                _ => None,
+            })
+            .collect();
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Remove(r) if !readded.contains(r.path.as_str()) => {
+                    r.size.and_then(|s| u64::try_from(s).ok())
+                }
+                _ => None,
+            })
+            .sum()
+    }
+
+    pub(super) fn delete_metrics(&self) -> DeleteMetrics {
         let mut m = self
             .prepared
             .as_ref()
@@ -431,13 +482,7 @@ async fn commit_targets(
         .with_parameters(parameters)
         .with_max_attempts(options.max_attempts)
         .with_engine_info(options.engine_info.clone());
-    let mut changes = DeleteChanges {
-        targets,
-        options,
-        dvs,
-        prepared: None,
-        started,
-    };
+    let mut changes = DeleteChanges::new(targets, options, dvs, started);
     let outcome = txn.commit(&mut changes).await?;
     let mut m = changes.delete_metrics();
     m.version = outcome.version;
@@ -730,17 +775,32 @@ pub async fn commit_prepared(
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
     let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let targets = prepared_targets(snapshot, prepared).await?;
+    let mut m = commit_targets(snapshot, targets, options, dvs, started).await?;
+    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(m)
+}
+
+/// The targets of files prepared elsewhere, against `snapshot`: a change is
+/// used as prepared when the file's DV is still the one it was prepared
+/// against; otherwise (or when several tasks prepared the same file) its
+/// rows are applied to the current DV here.
+pub(super) async fn prepared_targets(
+    snapshot: &Snapshot,
+    prepared: Vec<PreparedFile>,
+) -> Result<BTreeMap<String, Target>> {
     let store = snapshot.store();
     let live = live_files(snapshot)?;
     let mut targets: BTreeMap<String, Target> = BTreeMap::new();
     for p in prepared {
         let key = normalize_path(&p.add.path);
-        if targets.contains_key(&key) {
-            return Err(Error::InvalidArgument(format!(
-                "{key} was prepared twice in one delete"
-            )));
-        }
         let rows = p.rows.inline_bitmap()?;
+        if let Some(t) = targets.get_mut(&key) {
+            // Prepared by two tasks: one change over both sets of rows.
+            t.rows |= rows;
+            t.ready = None;
+            continue;
+        }
         let current = live.get(&key).ok_or_else(|| {
             conflict(
                 snapshot.version(),
@@ -749,27 +809,32 @@ pub async fn commit_prepared(
         })?;
         let same = current.add.deletion_vector.as_ref().map(|d| d.unique_id())
             == p.add.deletion_vector.as_ref().map(|d| d.unique_id());
-        let mut t = Target {
+        let t = Target {
             add: current.add.clone(),
             key: key.clone(),
             num_records: p.num_records,
             base_dv: RoaringTreemap::new(),
             rows,
-            ready: None,
-        };
-        if same {
-            t.ready = Some(Ready {
+            ready: same.then_some(Ready {
                 descriptor: p.deletion_vector,
                 deleted: p.deleted,
-            });
-        } else if let Some(d) = &current.add.deletion_vector {
-            t.base_dv = dv::load_one(store, d).await?;
-        }
+            }),
+        };
         targets.insert(key, t);
     }
-    let mut m = commit_targets(snapshot, targets, options, dvs, started).await?;
-    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(m)
+    // The current DVs of files whose change is redone here.
+    let redo: Vec<(String, DeletionVectorDescriptor)> = targets
+        .iter()
+        .filter(|(_, t)| t.ready.is_none())
+        .filter_map(|(k, t)| t.add.deletion_vector.clone().map(|d| (k.clone(), d)))
+        .collect();
+    let refs: Vec<&DeletionVectorDescriptor> = redo.iter().map(|(_, d)| d).collect();
+    for ((k, _), map) in redo.iter().zip(dv::load_many(store, &refs).await?) {
+        if let Some(t) = targets.get_mut(k) {
+            t.base_dv = map;
+        }
+    }
+    Ok(targets)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod cow;
 pub mod create;
 pub mod data;
 pub mod delete;
+pub mod dml;
 pub mod files;
 pub mod metrics;
 pub mod transaction;

@@ -62,6 +62,20 @@ pub struct TableLayout {
 }
 
 impl TableLayout {
+    /// The layout of a table with this protocol and metadata.
+    pub fn of(
+        protocol: &crate::log::actions::Protocol,
+        metadata: &crate::log::actions::Metadata,
+    ) -> Result<TableLayout> {
+        Ok(TableLayout {
+            schema: StructType::parse(&metadata.schema_string)?,
+            partition_columns: metadata.partition_columns.clone(),
+            mode: crate::log::schema::column_mapping_mode(&metadata.configuration)?,
+            configuration: metadata.configuration.clone(),
+            deletion_vectors: features::is_supported(protocol, "deletionVectors"),
+        })
+    }
+
     /// The layout of an existing table.
     pub fn of_snapshot(snapshot: &Snapshot) -> TableLayout {
         let metadata = snapshot.metadata();

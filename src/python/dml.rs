@@ -1,0 +1,148 @@
+//! Bindings for UPDATE and MERGE: option and result conversion for the
+//! `RawDeltaTable` methods, and the executor side (`prepare_changes`).
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::{Map, Value};
+
+use super::to_py;
+use crate::io::{block_on, TableStore};
+use crate::table::snapshot::Snapshot;
+use crate::write::delete::DeleteOptions;
+use crate::write::dml::{self, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges};
+
+pub(super) fn options(
+    allow_copy_on_write: bool,
+    inline_threshold: usize,
+    dv_file_target_size: usize,
+    target_file_size: usize,
+) -> DmlOptions {
+    DmlOptions {
+        delete: DeleteOptions {
+            inline_threshold,
+            allow_copy_on_write,
+            dv_file_target_size,
+            ..Default::default()
+        },
+        writer: crate::write::data::WriterOptions {
+            target_file_size,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn json_error(context: &str) -> impl Fn(serde_json::Error) -> crate::Error + '_ {
+    move |source| crate::Error::Json {
+        context: context.into(),
+        source,
+    }
+}
+
+pub(super) fn change_task(
+    snapshot: &Snapshot,
+    paths: &[String],
+    options: &DmlOptions,
+) -> crate::Result<String> {
+    let task = ChangeTask::new(snapshot, paths, options)?;
+    serde_json::to_string(&task).map_err(json_error("change task"))
+}
+
+fn object(text: Option<&str>, what: &str) -> crate::Result<Map<String, Value>> {
+    match text {
+        None => Ok(Map::new()),
+        Some(t) => match serde_json::from_str(t).map_err(json_error(what))? {
+            Value::Object(m) => Ok(m),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "{what} must be a JSON object"
+            ))),
+        },
+    }
+}
+
+pub(super) fn commit(
+    snapshot: &Snapshot,
+    operation: &str,
+    prepared: &[String],
+    parameters: Option<&str>,
+    extra_metrics: Option<&str>,
+    mut options: DmlOptions,
+) -> crate::Result<DmlMetrics> {
+    let operation = match operation {
+        "UPDATE" => DmlOperation::Update,
+        "MERGE" => DmlOperation::Merge,
+        other => {
+            return Err(crate::Error::InvalidArgument(format!(
+                "operation {other:?}: expected \"UPDATE\" or \"MERGE\""
+            )))
+        }
+    };
+    options.parameters = object(parameters, "operation parameters")?;
+    options.extra_metrics = object(extra_metrics, "operation metrics")?;
+    let prepared = prepared
+        .iter()
+        .map(|p| serde_json::from_str::<PreparedChanges>(p).map_err(json_error("prepared changes")))
+        .collect::<crate::Result<Vec<_>>>()?;
+    block_on(dml::commit_changes(snapshot, operation, prepared, &options))?
+}
+
+/// `numUpdatedRows` → `num_updated_rows`.
+fn snake(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", m.version)?;
+    d.set_item("operation", m.operation.map(DmlOperation::name))?;
+    for (k, v) in &m.operation_metrics {
+        let value: Option<u64> = match v {
+            Value::String(s) => s.parse().ok(),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        match value {
+            Some(n) => d.set_item(snake(k), n)?,
+            None => d.set_item(snake(k), v.to_string())?,
+        }
+    }
+    d.set_item("attempts", m.attempts)?;
+    d.set_item("rebases", m.rebases)?;
+    d.set_item("checkpointed", m.checkpointed)?;
+    d.set_item("checkpoint_error", m.checkpoint_error.clone())?;
+    Ok(d)
+}
+
+/// Executor side of an UPDATE or MERGE: write the change stream `data`
+/// (table columns + `_file_path`, `_row_index`, optional `_change`) for the
+/// task (`RawDeltaTable.change_task`): new data files and one DV file.
+/// Returns the JSON for `RawDeltaTable.commit_changes`; on a failure the
+/// files written are removed.
+#[pyfunction]
+pub fn prepare_changes(
+    py: Python<'_>,
+    task: &str,
+    storage_options: HashMap<String, String>,
+    table_uri: &str,
+    data: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    let reader = super::write::stream_reader(data)?;
+    py.detach(|| -> crate::Result<String> {
+        let task: ChangeTask = serde_json::from_str(task).map_err(json_error("change task"))?;
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let prepared = block_on(task.write_stream(store, reader))??;
+        serde_json::to_string(&prepared).map_err(json_error("prepared changes"))
+    })
+    .map_err(to_py)
+}

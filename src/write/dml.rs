@@ -1,0 +1,778 @@
+//! UPDATE and MERGE: row-level rewrites with deletion vectors.
+//!
+//! Both come down to one stream of changed rows. Each row carries the table's
+//! columns (its new values), and the data file and physical row index of the
+//! target row it replaces (`_file_path`, `_row_index`, null for an insert);
+//! an optional `_change` column says what happens to it:
+//!
+//! | `_change`           | the old row (file, index)  | the new values          |
+//! |---------------------|----------------------------|-------------------------|
+//! | `update` (default)  | marked deleted in its DV   | written to a new file   |
+//! | `delete`            | marked deleted in its DV   | dropped                 |
+//! | `insert`            | —                          | written to a new file   |
+//!
+//! A [`ChangeWriter`] consumes such a stream (on a Spark executor, or in
+//! the calling process): new rows go straight into the data file writer
+//! (laid out as the table: partitions, column mapping, stats), the old
+//! rows' indexes are kept per file, and at the end ONE DV file holds the
+//! new DVs (old DV | changed rows) of every file the stream touched. What it
+//! wrote is a [`PreparedChanges`] (JSON-serializable, for the driver);
+//! [`commit_changes`] commits any number of them as one UPDATE or MERGE,
+//! through the transaction: concurrent commits that replaced the DV of a
+//! file this one changes are rebased when the rows are disjoint, and
+//! conflict when they meet (an updated row must not have been touched).
+//!
+//! [`update_where`] is the whole UPDATE in one process: files ruled out by
+//! partitions and stats are not read, the rest are read with the predicate
+//! applied, the `SET` values computed with [`ValueExpr`], and the stream
+//! written and committed as above.
+//!
+//! On a table without deletion vectors (and `allow_copy_on_write`), the
+//! touched files are rewritten without their changed rows instead.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use roaring::RoaringTreemap;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::conflict::{FileChange, ReadSet, RebaseFile};
+use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
+use super::delete::{self, DeleteChanges, DeleteOptions, PreparedFile};
+use super::transaction::{Changes, Transaction};
+use crate::error::{Error, Result};
+use crate::expr::{Binding, Predicate, ValueExpr};
+use crate::io::TableStore;
+use crate::log::actions::{Action, Add};
+use crate::log::features;
+use crate::log::replay::normalize_path;
+use crate::log::schema::ColumnMappingMode;
+use crate::scan::{self, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::table::snapshot::Snapshot;
+
+/// The optional column of a change stream saying what a row does.
+pub const CHANGE_COLUMN: &str = "_change";
+
+/// The operation a change stream is committed as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DmlOperation {
+    Update,
+    Merge,
+}
+
+impl DmlOperation {
+    /// The `commitInfo.operation` Delta Spark writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DmlOperation::Update => "UPDATE",
+            DmlOperation::Merge => "MERGE",
+        }
+    }
+}
+
+/// What one row of a change stream does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowChange {
+    Update,
+    Delete,
+    Insert,
+}
+
+/// What a [`ChangeWriter`] wrote, for the commit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PreparedChanges {
+    /// The touched files: the new DV of each (written in one DV file).
+    pub files: Vec<PreparedFile>,
+    /// The new data files.
+    pub adds: Vec<Add>,
+    /// Rows replaced by new versions.
+    pub updated: u64,
+    /// Rows deleted without a new version.
+    pub deleted: u64,
+    /// Rows inserted.
+    pub inserted: u64,
+}
+
+/// Consumes a change stream: new rows into data files, old rows into one DV
+/// file at [`ChangeWriter::finish`]. Files written are removed when a later
+/// step fails ([`ChangeWriter::abort`]).
+pub struct ChangeWriter {
+    store: TableStore,
+    /// The add actions of the files rows may come from (by decoded path).
+    targets: HashMap<String, Add>,
+    writer: DataWriter,
+    rows: BTreeMap<String, RoaringTreemap>,
+    /// Write DVs (else the driver rewrites the files: no DV file here).
+    dvs: bool,
+    options: DeleteOptions,
+    counts: PreparedChanges,
+}
+
+fn stream_error(what: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("change stream: {what}"))
+}
+
+impl ChangeWriter {
+    /// A writer for the table laid out as `layout`; rows may replace rows of
+    /// the files in `targets` (their current add actions).
+    pub fn try_new(
+        store: TableStore,
+        layout: TableLayout,
+        targets: Vec<Add>,
+        dvs: bool,
+        options: DeleteOptions,
+        writer_options: WriterOptions,
+    ) -> Result<ChangeWriter> {
+        let writer = DataWriter::try_new(store.clone(), layout, writer_options)?;
+        Ok(ChangeWriter {
+            store,
+            targets: targets
+                .into_iter()
+                .map(|a| (normalize_path(&a.path), a))
+                .collect(),
+            writer,
+            rows: BTreeMap::new(),
+            dvs,
+            options,
+            counts: PreparedChanges::default(),
+        })
+    }
+
+    /// Take one batch of the stream.
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let changes = change_kinds(batch)?;
+        let paths = optional_column::<StringArray>(batch, FILE_PATH_COLUMN)?;
+        let indexes = optional_column::<Int64Array>(batch, ROW_INDEX_COLUMN)?;
+        let mut keep = Vec::with_capacity(n);
+        for (i, change) in changes.iter().enumerate() {
+            keep.push(*change != RowChange::Delete);
+            match change {
+                RowChange::Insert => {
+                    self.counts.inserted += 1;
+                    continue;
+                }
+                RowChange::Update => self.counts.updated += 1,
+                RowChange::Delete => self.counts.deleted += 1,
+            }
+            let path = paths
+                .filter(|p| p.is_valid(i))
+                .map(|p| p.value(i))
+                .ok_or_else(|| {
+                    stream_error(format!(
+                        "row {i} changes a row but has no {FILE_PATH_COLUMN}"
+                    ))
+                })?;
+            let index = indexes
+                .filter(|x| x.is_valid(i))
+                .map(|x| x.value(i))
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(|| {
+                    stream_error(format!(
+                        "row {i} changes a row but has no valid {ROW_INDEX_COLUMN}"
+                    ))
+                })?;
+            let key = normalize_path(path);
+            if !self.targets.contains_key(&key) {
+                return Err(stream_error(format!(
+                    "{path} is not one of the files this change may touch"
+                )));
+            }
+            if !self.rows.entry(key.clone()).or_default().insert(index) {
+                return Err(Error::InvalidArgument(format!(
+                    "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] the target row \
+                     {index} of {key} is changed by more than one source row: a MERGE may \
+                     change each target row once (make the source unique on the join key)"
+                )));
+            }
+        }
+        let new_rows = keep.iter().filter(|k| **k).count();
+        if new_rows == 0 {
+            return Ok(());
+        }
+        let data = self.table_part(batch)?;
+        let data = if new_rows == n {
+            data
+        } else {
+            arrow_select::filter::filter_record_batch(&data, &BooleanArray::from(keep))
+                .map_err(|e| stream_error(e.to_string()))?
+        };
+        self.writer.write(&data).await
+    }
+
+    /// The table's columns of `batch` (metadata and change columns dropped).
+    fn table_part(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let schema = batch.schema();
+        let keep: Vec<usize> = (0..schema.fields().len())
+            .filter(|i| {
+                schema.fields().get(*i).is_some_and(|f| {
+                    let name = f.name();
+                    name != FILE_PATH_COLUMN && name != ROW_INDEX_COLUMN && name != CHANGE_COLUMN
+                })
+            })
+            .collect();
+        batch
+            .project(&keep)
+            .map_err(|e| stream_error(e.to_string()))
+    }
+
+    /// Close the data files and write the DV file; what was written.
+    pub async fn finish(&mut self) -> Result<PreparedChanges> {
+        let mut out = self.counts.clone();
+        out.adds = self.writer.finish().await?;
+        let items: Vec<(Add, RoaringTreemap)> = std::mem::take(&mut self.rows)
+            .into_iter()
+            .filter_map(|(k, rows)| self.targets.get(&k).map(|a| (a.clone(), rows)))
+            .collect();
+        out.files = if self.dvs {
+            delete::prepare_files(&self.store, items, &self.options).await?
+        } else {
+            // Rewritten by the driver: only the rows travel.
+            items
+                .into_iter()
+                .map(|(add, rows)| {
+                    Ok(PreparedFile {
+                        num_records: 0,
+                        deletion_vector: None,
+                        deleted: rows.len(),
+                        rows: crate::format::descriptor::DeletionVectorDescriptor::inline(&rows)?,
+                        add,
+                    })
+                })
+                .collect::<Result<_>>()?
+        };
+        Ok(out)
+    }
+
+    /// Remove every data file this writer started (after a failure).
+    pub async fn abort(&self) {
+        let _ = remove_files(&self.store, self.writer.started_files()).await;
+    }
+}
+
+/// What an executor needs to write part of an UPDATE or MERGE, as JSON:
+/// the table's protocol and metadata (its layout), the add actions of the
+/// files rows may come from, and how to write. No credentials: those travel
+/// apart.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChangeTask {
+    pub protocol: crate::log::actions::Protocol,
+    pub metadata: crate::log::actions::Metadata,
+    pub targets: Vec<Add>,
+    /// Write DVs (false: the driver rewrites the touched files).
+    pub dvs: bool,
+    pub inline_threshold: usize,
+    pub dv_file_target_size: usize,
+    pub target_file_size: usize,
+}
+
+impl ChangeTask {
+    /// A task for `snapshot`'s files at `paths` (decoded or as in the log).
+    pub fn new(snapshot: &Snapshot, paths: &[String], options: &DmlOptions) -> Result<ChangeTask> {
+        let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
+        let live = delete::live_files(snapshot)?;
+        let targets = paths
+            .iter()
+            .map(|p| {
+                let key = normalize_path(p);
+                live.get(p)
+                    .or_else(|| live.get(&key))
+                    .map(|f| f.add.clone())
+                    .ok_or_else(|| Error::NotFound {
+                        path: format!(
+                            "{p} (not a live data file of {} at version {})",
+                            snapshot.store().url(),
+                            snapshot.version()
+                        ),
+                    })
+            })
+            .collect::<Result<_>>()?;
+        Ok(ChangeTask {
+            protocol: snapshot.protocol().clone(),
+            metadata: snapshot.metadata().clone(),
+            targets,
+            dvs,
+            inline_threshold: options.delete.inline_threshold,
+            dv_file_target_size: options.delete.dv_file_target_size,
+            target_file_size: options.writer.target_file_size,
+        })
+    }
+
+    /// A change writer for this task at `store`.
+    pub fn writer(&self, store: TableStore) -> Result<ChangeWriter> {
+        ChangeWriter::try_new(
+            store,
+            TableLayout::of(&self.protocol, &self.metadata)?,
+            self.targets.clone(),
+            self.dvs,
+            DeleteOptions {
+                inline_threshold: self.inline_threshold,
+                dv_file_target_size: self.dv_file_target_size,
+                ..Default::default()
+            },
+            WriterOptions {
+                target_file_size: self.target_file_size,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Write a whole change stream; on a failure, the files written so far
+    /// are removed.
+    pub async fn write_stream<R: arrow_array::RecordBatchReader>(
+        &self,
+        store: TableStore,
+        reader: R,
+    ) -> Result<PreparedChanges> {
+        let mut writer = self.writer(store)?;
+        let written = async {
+            for batch in reader {
+                let batch = batch.map_err(|e| stream_error(e.to_string()))?;
+                writer.write(&batch).await?;
+            }
+            writer.finish().await
+        }
+        .await;
+        if written.is_err() {
+            writer.abort().await;
+        }
+        written
+    }
+}
+
+/// The `_change` of each row (all `update` when the column is absent).
+fn change_kinds(batch: &RecordBatch) -> Result<Vec<RowChange>> {
+    let Some(col) = optional_column::<StringArray>(batch, CHANGE_COLUMN)? else {
+        return Ok(vec![RowChange::Update; batch.num_rows()]);
+    };
+    (0..col.len())
+        .map(|i| match col.is_valid(i).then(|| col.value(i)) {
+            Some("update") => Ok(RowChange::Update),
+            Some("delete") => Ok(RowChange::Delete),
+            Some("insert") => Ok(RowChange::Insert),
+            other => Err(stream_error(format!(
+                "{CHANGE_COLUMN} of row {i} is {other:?}; expected \"update\", \"delete\" or \
+                 \"insert\""
+            ))),
+        })
+        .collect()
+}
+
+/// A column of `batch` as `T`, if present (an error if of another type).
+fn optional_column<'b, T: 'static>(batch: &'b RecordBatch, name: &str) -> Result<Option<&'b T>> {
+    match batch.column_by_name(name) {
+        None => Ok(None),
+        Some(c) => c
+            .as_any()
+            .downcast_ref::<T>()
+            .map(Some)
+            .ok_or_else(|| stream_error(format!("column {name} has type {}", c.data_type()))),
+    }
+}
+
+/// How an UPDATE or MERGE is written and committed.
+#[derive(Debug, Clone, Default)]
+pub struct DmlOptions {
+    /// DV writing and commit settings (as DELETE's).
+    pub delete: DeleteOptions,
+    pub writer: WriterOptions,
+    /// `commitInfo.operationParameters` (Delta Spark's: `predicate`, and
+    /// MERGE's clause lists).
+    pub parameters: Map<String, Value>,
+    /// Metrics the caller counted (MERGE's `numSourceRows`, per-clause counts).
+    pub extra_metrics: Map<String, Value>,
+    /// Files the operation read besides those it changes (for the conflict
+    /// checker); `None`: the whole table.
+    pub read_files: Option<BTreeSet<String>>,
+}
+
+/// What an UPDATE or MERGE did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DmlMetrics {
+    pub version: Option<u64>,
+    pub operation: Option<DmlOperation>,
+    /// The operationMetrics written to the log.
+    pub operation_metrics: Map<String, Value>,
+    pub attempts: u32,
+    pub rebases: u32,
+    pub checkpointed: bool,
+    pub checkpoint_error: Option<String>,
+}
+
+/// Check that deltadv may UPDATE or MERGE this table; whether with DVs.
+pub fn check_can_rewrite(snapshot: &Snapshot, allow_copy_on_write: bool) -> Result<bool> {
+    features::plan_rewrite(
+        snapshot.protocol(),
+        snapshot.metadata(),
+        snapshot.schema(),
+        allow_copy_on_write,
+    )
+}
+
+/// The changes of an UPDATE or MERGE as the transaction sees them: the DV
+/// part is a DELETE's (rebased the same way), plus the new files.
+struct DmlChanges<'o> {
+    rows: DeleteChanges<'o>,
+    adds: Vec<Add>,
+    counts: PreparedChanges,
+    operation: DmlOperation,
+    read_files: Option<BTreeSet<String>>,
+    extra: Map<String, Value>,
+    started: Instant,
+}
+
+impl Changes for DmlChanges<'_> {
+    async fn actions(&mut self, store: &TableStore) -> Result<Vec<Action>> {
+        let mut actions = self.rows.actions(store).await?;
+        actions.extend(self.adds.iter().cloned().map(|a| Action::Add(Box::new(a))));
+        Ok(actions)
+    }
+
+    fn metrics(&self) -> Map<String, Value> {
+        let d = self.rows.delete_metrics();
+        let c = &self.counts;
+        let added_files = self.adds.len() as u64 + d.num_added_files;
+        let added_bytes: u64 = self
+            .adds
+            .iter()
+            .filter_map(|a| u64::try_from(a.size).ok())
+            .sum();
+        let removed_bytes = self.rows.removed_bytes();
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let s = |v: u64| Value::String(v.to_string());
+        let mut m = Map::new();
+        match self.operation {
+            DmlOperation::Update => {
+                // Delta Spark counts a file whose DV changed as removed (and
+                // its bytes not), MERGE only files removed for good.
+                let touched = d.num_removed_files
+                    + if self.rows.writes_dvs() {
+                        d.num_deletion_vectors_added
+                    } else {
+                        0
+                    };
+                m.insert("numUpdatedRows".into(), s(c.updated));
+                m.insert("numCopiedRows".into(), s(d.num_copied_rows));
+                m.insert("numAddedFiles".into(), s(added_files));
+                m.insert("numRemovedFiles".into(), s(touched));
+                m.insert("numAddedChangeFiles".into(), s(0));
+                m.insert(
+                    "numDeletionVectorsAdded".into(),
+                    s(d.num_deletion_vectors_added),
+                );
+                m.insert(
+                    "numDeletionVectorsRemoved".into(),
+                    s(d.num_deletion_vectors_removed),
+                );
+                m.insert(
+                    "numDeletionVectorsUpdated".into(),
+                    s(d.num_deletion_vectors_updated),
+                );
+                m.insert("numAddedBytes".into(), s(added_bytes));
+                m.insert("numRemovedBytes".into(), s(removed_bytes));
+                m.insert("executionTimeMs".into(), s(ms));
+            }
+            DmlOperation::Merge => {
+                m.insert("numTargetRowsUpdated".into(), s(c.updated));
+                m.insert("numTargetRowsDeleted".into(), s(c.deleted));
+                m.insert("numTargetRowsInserted".into(), s(c.inserted));
+                m.insert("numTargetRowsCopied".into(), s(d.num_copied_rows));
+                m.insert(
+                    "numOutputRows".into(),
+                    s(c.updated + c.inserted + d.num_copied_rows),
+                );
+                m.insert("numTargetFilesAdded".into(), s(added_files));
+                m.insert("numTargetFilesRemoved".into(), s(d.num_removed_files));
+                m.insert("numTargetChangeFilesAdded".into(), s(0));
+                m.insert(
+                    "numTargetDeletionVectorsAdded".into(),
+                    s(d.num_deletion_vectors_added),
+                );
+                m.insert(
+                    "numTargetDeletionVectorsRemoved".into(),
+                    s(d.num_deletion_vectors_removed),
+                );
+                m.insert(
+                    "numTargetDeletionVectorsUpdated".into(),
+                    s(d.num_deletion_vectors_updated),
+                );
+                m.insert("numTargetBytesAdded".into(), s(added_bytes));
+                m.insert("numTargetBytesRemoved".into(), s(removed_bytes));
+                m.insert("executionTimeMs".into(), s(ms));
+            }
+        }
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        m
+    }
+
+    fn reads(&self) -> (ReadSet, BTreeMap<String, FileChange>) {
+        let changes: BTreeMap<String, FileChange> = self
+            .rows
+            .rows()
+            .map(|(k, r)| (k.clone(), FileChange::RewriteRows(r.clone())))
+            .collect();
+        let reads = match &self.read_files {
+            None => ReadSet::WholeTable,
+            Some(files) => ReadSet::Files(files.iter().chain(changes.keys()).cloned().collect()),
+        };
+        (reads, changes)
+    }
+
+    async fn rebase(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        files: Vec<RebaseFile>,
+    ) -> Result<()> {
+        self.rows.rebase(store, version, files).await
+    }
+}
+
+/// Commit what change writers prepared (on one or many executors) as one
+/// UPDATE or MERGE on `snapshot`. Nothing is committed when nothing changed.
+/// When the commit fails, the new data files are removed.
+pub async fn commit_changes(
+    snapshot: &Snapshot,
+    operation: DmlOperation,
+    prepared: Vec<PreparedChanges>,
+    options: &DmlOptions,
+) -> Result<DmlMetrics> {
+    commit_changes_since(snapshot, operation, prepared, options, Instant::now()).await
+}
+
+/// [`commit_changes`] of an operation that started at `started`.
+async fn commit_changes_since(
+    snapshot: &Snapshot,
+    operation: DmlOperation,
+    prepared: Vec<PreparedChanges>,
+    options: &DmlOptions,
+    started: Instant,
+) -> Result<DmlMetrics> {
+    let store = snapshot.store();
+    let mut counts = PreparedChanges::default();
+    let mut files = Vec::new();
+    let mut adds = Vec::new();
+    for p in prepared {
+        counts.updated += p.updated;
+        counts.deleted += p.deleted;
+        counts.inserted += p.inserted;
+        files.extend(p.files);
+        adds.extend(p.adds);
+    }
+    let new_paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+    let committed = async {
+        let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
+        let targets = delete::prepared_targets(snapshot, files).await?;
+        let mut changes = DmlChanges {
+            rows: DeleteChanges::new(targets, &options.delete, dvs, started),
+            adds,
+            counts,
+            operation,
+            read_files: options.read_files.clone(),
+            extra: options.extra_metrics.clone(),
+            started,
+        };
+        let txn = Transaction::new(snapshot, operation.name())?
+            .with_parameters(options.parameters.clone())
+            .with_max_attempts(options.delete.max_attempts)
+            .with_engine_info(options.delete.engine_info.clone());
+        let outcome = txn.commit(&mut changes).await?;
+        Ok::<_, Error>(DmlMetrics {
+            version: outcome.version,
+            operation: Some(operation),
+            operation_metrics: changes.metrics(),
+            attempts: outcome.attempts,
+            rebases: outcome.rebases,
+            checkpointed: outcome.checkpointed,
+            checkpoint_error: outcome.checkpoint_error,
+        })
+    }
+    .await;
+    match committed {
+        Ok(m) if m.version.is_some() => Ok(m),
+        other => {
+            // Not committed (failed, or nothing to commit): the new files go.
+            let _ = super::files::remove_uncommitted(store, &new_paths).await;
+            other
+        }
+    }
+}
+
+/// Files read at once while looking for the rows to update.
+const READ_CONCURRENCY: usize = 4;
+
+/// UPDATE table SET column = value, … WHERE predicate, in this process.
+/// `assignments` are (column, SQL value) pairs (see [`crate::expr`] for the
+/// grammar); `predicate` None updates every row.
+pub async fn update_where(
+    snapshot: &Snapshot,
+    predicate: Option<&str>,
+    assignments: &[(String, String)],
+    options: &DmlOptions,
+) -> Result<DmlMetrics> {
+    use futures::StreamExt;
+
+    let started = Instant::now();
+    let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
+    let schema = snapshot.schema();
+    let parts = &snapshot.metadata().partition_columns;
+    let mode = snapshot.column_mapping();
+    let set = bind_assignments(snapshot, assignments)?;
+    let pred = predicate
+        .map(|text| Predicate::new(text, schema, parts, mode, Binding::Strict).map(Arc::new))
+        .transpose()?;
+    let store = snapshot.store();
+    let mut spec = ScanSpec::for_snapshot(snapshot, None);
+    spec.with_metadata_columns = true;
+    spec.filter = pred.clone();
+    spec.filter_rows = true;
+    let files = scan::plan(snapshot, pred.as_deref())?;
+    let live = delete::live_files(snapshot)?;
+    let targets: Vec<Add> = files
+        .iter()
+        .filter_map(|f| live.get(&f.path).map(|l| l.add.clone()))
+        .collect();
+    let read_files: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+    let mut writer = ChangeWriter::try_new(
+        store.clone(),
+        TableLayout::of_snapshot(snapshot),
+        targets,
+        dvs,
+        options.delete.clone(),
+        options.writer.clone(),
+    )?;
+    // Time spent writing (the rest of the loop waits for reads).
+    let mut rewrite = std::time::Duration::ZERO;
+    let written = async {
+        let mut reads = futures::stream::iter(files)
+            .map(|file| {
+                let (task_store, task_spec) = (store.clone(), spec.clone());
+                crate::io::runtime::spawn(async move {
+                    scan::read_file(&task_store, &task_spec, &file).await
+                })
+            })
+            .buffered(READ_CONCURRENCY);
+        while let Some(batches) = reads.next().await {
+            for batch in batches?? {
+                let t = Instant::now();
+                let updated = apply_assignments(&batch, &set)?;
+                writer.write(&updated).await?;
+                rewrite += t.elapsed();
+            }
+        }
+        let t = Instant::now();
+        let out = writer.finish().await;
+        rewrite += t.elapsed();
+        out
+    }
+    .await;
+    let prepared = match written {
+        Ok(p) => p,
+        Err(e) => {
+            writer.abort().await;
+            return Err(e);
+        }
+    };
+    let ms = |d: std::time::Duration| {
+        Value::String(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string())
+    };
+    let mut options = options.clone();
+    options.read_files = Some(read_files);
+    options
+        .extra_metrics
+        .insert("rewriteTimeMs".into(), ms(rewrite));
+    options.extra_metrics.insert(
+        "scanTimeMs".into(),
+        ms(started.elapsed().saturating_sub(rewrite)),
+    );
+    if !options.parameters.contains_key("predicate") {
+        options.parameters.insert(
+            "predicate".into(),
+            Value::String(predicate.map_or_else(|| "[]".into(), |p| json!([p]).to_string())),
+        );
+    }
+    commit_changes_since(
+        snapshot,
+        DmlOperation::Update,
+        vec![prepared],
+        &options,
+        started,
+    )
+    .await
+}
+
+/// `SET` values bound to the table: (column position, value) per assignment.
+fn bind_assignments(
+    snapshot: &Snapshot,
+    assignments: &[(String, String)],
+) -> Result<Vec<(usize, ValueExpr, arrow_schema::DataType)>> {
+    let schema = snapshot.schema();
+    let arrow = schema.to_arrow(ColumnMappingMode::None, false)?;
+    let parts = &snapshot.metadata().partition_columns;
+    let mut out: Vec<(usize, ValueExpr, arrow_schema::DataType)> = Vec::new();
+    if assignments.is_empty() {
+        return Err(Error::InvalidArgument(
+            "UPDATE needs at least one column to set".into(),
+        ));
+    }
+    for (column, text) in assignments {
+        let i = schema
+            .fields
+            .iter()
+            .position(|f| f.name.eq_ignore_ascii_case(column))
+            .ok_or_else(|| {
+                let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
+                Error::InvalidArgument(format!(
+                    "UPDATE sets column {column:?}, which is not in the table (columns: {})",
+                    names.join(", ")
+                ))
+            })?;
+        if out.iter().any(|(j, _, _)| *j == i) {
+            return Err(Error::InvalidArgument(format!(
+                "UPDATE sets column {column:?} more than once"
+            )));
+        }
+        let target = arrow
+            .fields()
+            .get(i)
+            .map(|f| f.data_type().clone())
+            .ok_or_else(|| Error::Internal(format!("schema field {i} missing")))?;
+        let value = ValueExpr::new(text, schema, parts, snapshot.column_mapping())?;
+        value.check_assignable(column, &target)?;
+        out.push((i, value, target));
+    }
+    Ok(out)
+}
+
+/// `batch` (table columns, then metadata columns) with the `SET` values in
+/// place of their columns, cast to the columns' types.
+fn apply_assignments(
+    batch: &RecordBatch,
+    set: &[(usize, ValueExpr, arrow_schema::DataType)],
+) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    for (i, value, target) in set {
+        let v = value.evaluate(batch)?;
+        let v = if v.data_type() == target {
+            v
+        } else {
+            crate::expr::value::ansi_cast(v.as_ref(), target)?
+        };
+        let slot = columns
+            .get_mut(*i)
+            .ok_or_else(|| Error::Internal(format!("batch column {i} missing")))?;
+        *slot = v;
+    }
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| {
+        // A NULL into a NOT NULL column is the caller's mistake.
+        Error::InvalidArgument(format!("UPDATE: {e}"))
+    })
+}
