@@ -37,9 +37,10 @@ from deltadv.exceptions import (
     UnsupportedPredicateError,
     VersionNotFoundError,
 )
-from deltadv.table import DeleteTask, DeltaTable, ScanTask
+from deltadv.table import ChangeTask, DeleteTask, DeltaTable, ScanTask
 
 __all__ = [
+    "ChangeTask",
     "CommitConflictError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",

@@ -17,6 +17,7 @@ __all__ = [
     "__version__",
     "_set_fault_points",
     "commit_files",
+    "prepare_changes",
     "prepare_delete",
     "read_scan_task",
     "scan_task_schema",
@@ -198,6 +199,33 @@ class RawDeltaTable:
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0
     ) -> dict[str, Any]: ...
+    def update(
+        self,
+        updates: list[tuple[str, str]],
+        predicate: str | None = None,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = ...,  # 2 MiB
+        target_file_size: int = ...,  # 128 MiB
+    ) -> dict[str, Any]: ...
+    def change_task(
+        self,
+        paths: list[str],
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = ...,  # 2 MiB
+        target_file_size: int = ...,  # 128 MiB
+    ) -> str: ...
+    def commit_changes(
+        self,
+        operation: str,
+        prepared: list[str],
+        parameters: str | None = None,
+        extra_metrics: str | None = None,
+        read_files: list[str] | None = None,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+    ) -> dict[str, Any]: ...
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
     def enable_deletion_vectors(self) -> int: ...
@@ -254,3 +282,8 @@ def prepare_delete(
     dv_file_target_size: int = ...,  # 2 MiB
 ) -> list[str]: ...
 def scan_task_schema(task: str) -> ArrowSchema: ...
+def prepare_changes(
+    task: str, storage_options: dict[str, str], table_uri: str, data: object
+) -> str:
+    """Write a change stream (UPDATE/MERGE) for a change task: new data files
+    and one DV file; the prepared changes as JSON."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -27,9 +27,8 @@ from deltadv.exceptions import (
     TableNotFoundError,
     UnsupportedPredicateError,
 )
-from deltadv.table import DV_FILE_TARGET_SIZE, ScanTask
+from deltadv.table import DV_FILE_TARGET_SIZE, TARGET_FILE_SIZE, ChangeTask, ScanTask
 from deltadv.table import DeltaTable as _LocalTable
-from deltadv.write import TARGET_FILE_SIZE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -167,20 +166,7 @@ class DeltaTable:
         # Analyze the condition against the table's own columns first: errors then
         # name only the table's columns, and history records Spark's SQL text.
         predicate_sql = _condition_sql(self._spark, table, condition)
-        tasks = None
-        if text is not None:
-            try:
-                tasks = table.scan_tasks(
-                    None,
-                    text,
-                    filter_rows=False,
-                    split_size=_split_size(self._spark),
-                    with_metadata=True,
-                )
-            except UnsupportedPredicateError:
-                tasks = None
-        if tasks is None:
-            tasks = table.scan_tasks(split_size=_split_size(self._spark), with_metadata=True)
+        tasks = self._candidate_tasks(condition)
         if not tasks:
             return table.delete_rows({}, inline_threshold=inline_threshold)
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
@@ -215,6 +201,100 @@ class DeltaTable:
             predicate=predicate_sql,
             inline_threshold=inline_threshold,
         )
+
+    def update(
+        self,
+        condition: str | Column | None = None,
+        set: Mapping[str, str | Column] | None = None,
+        *,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        target_file_size: int = TARGET_FILE_SIZE,
+    ) -> dict[str, Any]:
+        """UPDATE the rows matching ``condition`` (any Spark SQL condition or Column;
+        None: every row), setting each column of ``set`` to its value (Spark SQL
+        text or a Column), with deletion vectors; returns the operation metrics
+        (Delta Spark's UPDATE metrics, snake_case).
+
+        Files that a condition in deltadv's predicate subset rules out by partition
+        values or stats are not read. The rest are read on the executors with each
+        row's data file and physical row index; Spark evaluates the condition and
+        the new values (cast to the columns' types); each executor task writes the
+        updated rows into new data files and ONE DV file (old DV | updated rows)
+        for the files it got. The driver commits once, rebasing over concurrent
+        changes to other rows of the same files.
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        if not set:
+            raise ValueError("set must name at least one column to update")
+        table = self._table
+        table.update_incremental()
+        table_schema = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True)
+        by_name = {f.name.lower(): f for f in table_schema.fields}
+        values: dict[str, Column] = {}
+        for column, value in set.items():
+            field = by_name.get(column.lower())
+            if field is None:
+                raise ValueError(
+                    f"UPDATE sets column {column!r}, which is not in the table "
+                    f"(columns: {', '.join(f.name for f in table_schema.fields)})"
+                )
+            if field.name in values:
+                raise ValueError(f"UPDATE sets column {column!r} more than once")
+            expr = F.expr(value) if isinstance(value, str) else value
+            values[field.name] = expr.cast(field.dataType).alias(field.name)
+        predicate_sql = None if condition is None else _condition_sql(self._spark, table, condition)
+        tasks = self._candidate_tasks(condition)
+        if not tasks:
+            return table.commit_changes("UPDATE", [], predicate=predicate_sql)
+        spark = self._spark
+        schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
+        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        reader = _task_reader(tasks[0].storage_options)
+        rows = task_df.repartition(len(tasks)).mapInArrow(reader, schema)
+        if condition is not None:
+            rows = rows.filter(condition)
+        rows = rows.select(
+            *[values.get(f.name, F.col(f"`{f.name}`")) for f in table_schema.fields],
+            "_file_path",
+            "_row_index",
+        )
+        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        change_task = table.change_task(
+            files,
+            inline_threshold=inline_threshold,
+            dv_file_target_size=dv_file_target_size,
+            target_file_size=target_file_size,
+        )
+        parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        prepared = (
+            rows.repartition(parts, "_file_path")
+            .mapInArrow(_change_writer(change_task), "prepared string")
+            .collect()
+        )
+        return table.commit_changes(
+            "UPDATE",
+            [r["prepared"] for r in prepared],
+            predicate=predicate_sql,
+            read_files=files,
+            inline_threshold=inline_threshold,
+        )
+
+    def _candidate_tasks(self, condition: str | Column | None) -> list[ScanTask]:
+        """Scan tasks (with row metadata) for the files a condition may touch:
+        pruned by partitions and stats when it is text in deltadv's subset."""
+        table = self._table
+        size = _split_size(self._spark)
+        if isinstance(condition, str):
+            try:
+                return table.scan_tasks(
+                    None, condition, filter_rows=False, split_size=size, with_metadata=True
+                )
+            except UnsupportedPredicateError:
+                pass  # outside deltadv's subset: Spark alone filters
+        return table.scan_tasks(split_size=size, with_metadata=True)
 
     def history(self, limit: int | None = None) -> DataFrame:
         """The table's commits, newest first, as a DataFrame with the columns of
@@ -251,6 +331,23 @@ class DeltaTable:
                 )
             )
         return self._spark.createDataFrame(rows[::-1], HISTORY_SCHEMA)
+
+
+def _change_writer(
+    task: ChangeTask,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow body of UPDATE/MERGE: the partition's change stream into
+    ``task.prepare`` (new data files + one DV file); one row with its result."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        first = next(batches, None)
+        if first is None:
+            return
+        data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+        prepared = task.prepare(data)
+        yield pa.record_batch([pa.array([prepared], pa.string())], names=["prepared"])
+
+    return write
 
 
 #: Delta Spark's DESCRIBE HISTORY schema.

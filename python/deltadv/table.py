@@ -467,7 +467,7 @@ class DeltaTable:
     ) -> dict[str, Any]:
         """UPDATE with pyarrow expressions: pyarrow evaluates the predicate and the
         values batch by batch; the Rust core writes and commits the change stream."""
-        import pyarrow.dataset as ds
+        import pyarrow.acero as ac
 
         names = self.schema().names
         lower = {n.lower(): n for n in names}
@@ -503,12 +503,23 @@ class DeltaTable:
         projection["_file_path"] = pc.field("_file_path")
         projection["_row_index"] = pc.field("_row_index")
 
+        filt = predicate if isinstance(predicate, pc.Expression) else None
+        project = ac.ProjectNodeOptions(list(projection.values()), list(projection))
+
         def changed() -> Any:
             for batch in source:
-                rows = ds.dataset(pa.Table.from_batches([batch]))
-                filt = predicate if isinstance(predicate, pc.Expression) else None
-                out = rows.to_table(columns=projection, filter=filt)
-                yield from out.to_batches()
+                rows = pa.Table.from_batches([batch])
+                if filt is not None:
+                    rows = rows.filter(filt)
+                if rows.num_rows == 0:
+                    continue
+                plan = ac.Declaration.from_sequence(
+                    [
+                        ac.Declaration("table_source", ac.TableSourceNodeOptions(rows)),
+                        ac.Declaration("project", project),
+                    ]
+                )
+                yield from plan.to_table(use_threads=False).to_batches()
 
         batches = changed()
         head = next(batches, None)
@@ -538,7 +549,10 @@ class DeltaTable:
         MERGE elsewhere (Spark executors). Raises if the table cannot be
         updated (features, properties, DVs off without ``allow_copy_on_write``)."""
         task = self._raw.change_task(
-            list(paths), allow_copy_on_write, inline_threshold, dv_file_target_size,
+            list(paths),
+            allow_copy_on_write,
+            inline_threshold,
+            dv_file_target_size,
             target_file_size,
         )
         return ChangeTask(self.table_uri, task, self._raw.storage_options)

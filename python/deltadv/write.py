@@ -19,10 +19,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from deltadv import _core
-from deltadv.table import DeltaTable
-
-#: Size (bytes) at which a data file is closed and the next one started.
-TARGET_FILE_SIZE = 128 * 1024 * 1024
+from deltadv.table import TARGET_FILE_SIZE, DeltaTable
 
 Mode = Literal["error", "append"]
 

@@ -568,6 +568,11 @@ async fn commit_changes_since(
         adds.extend(p.adds);
     }
     let new_paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+    // DV files the tasks wrote: referenced only if this commit lands.
+    let dv_paths: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| f.deletion_vector.as_ref().and_then(|d| d.relative_path()))
+        .collect();
     let committed = async {
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
         let targets = delete::prepared_targets(snapshot, files).await?;
@@ -601,6 +606,8 @@ async fn commit_changes_since(
         other => {
             // Not committed (failed, or nothing to commit): the new files go.
             let _ = super::files::remove_uncommitted(store, &new_paths).await;
+            let dvs: Vec<String> = dv_paths.into_iter().collect();
+            let _ = remove_files(store, &dvs).await;
             other
         }
     }
@@ -759,6 +766,7 @@ fn apply_assignments(
     set: &[(usize, ValueExpr, arrow_schema::DataType)],
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let schema = batch.schema();
     for (i, value, target) in set {
         let v = value.evaluate(batch)?;
         let v = if v.data_type() == target {
@@ -766,6 +774,17 @@ fn apply_assignments(
         } else {
             crate::expr::value::ansi_cast(v.as_ref(), target)?
         };
+        if let Some(field) = schema.fields().get(*i) {
+            let nulls = v.logical_null_count();
+            if !field.is_nullable() && nulls > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for \
+                     column: {} (UPDATE sets it to {}, NULL in {nulls} row(s))",
+                    field.name(),
+                    value.text(),
+                )));
+            }
+        }
         let slot = columns
             .get_mut(*i)
             .ok_or_else(|| Error::Internal(format!("batch column {i} missing")))?;

@@ -22,4 +22,5 @@ mod scan_row_index;
 mod snapshot_edges;
 mod store_edges;
 mod stores;
+mod update;
 mod writer;
