@@ -1,6 +1,7 @@
-"""One read in local-cluster[2,1,1024]: two executor JVMs with their own Python
-workers, so the scan tasks really are serialized to other processes. Runs in a
-subprocess because a process holds one SparkContext (the session's local[2] one)."""
+"""One read and one UPDATE in local-cluster[2,1,1024]: two executor JVMs with their
+own Python workers, so scan and change tasks really are serialized to other
+processes, which write the UPDATE's files. Runs in a subprocess because a process
+holds one SparkContext (the session's local[2] one)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,13 @@ SCRIPT = textwrap.dedent(
         ids = sorted(r.id for r in df.collect())
         pids = df.rdd.mapPartitions(lambda _: [os.getpid()]).collect()
         executors = s.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+        target = sys.argv[2]
+        dspark.write_table(s.range(0, 200, numPartitions=2), target)
+        m = dspark.DeltaTable.forPath(s, target).update("id % 2 = 0", {"id": "id + 1000"})
+        updated = sorted(r.id for r in dspark.read(s, target).collect())
         print("RESULT " + json.dumps({"ids": ids, "pids": sorted(set(pids)),
-                                      "driver": os.getpid(), "executors": executors}))
+                                      "driver": os.getpid(), "executors": executors,
+                                      "updated": updated, "metrics": m}))
     finally:
         s.stop()
     """
@@ -38,7 +44,7 @@ def test_read_on_a_local_cluster(golden: Path, tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     table = golden / "delta/kernel-defaults/basic-dv-with-checkpoint"
     out = subprocess.run(
-        [sys.executable, str(script), str(table)],
+        [sys.executable, str(script), str(table), str(tmp_path / "updated")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -50,3 +56,7 @@ def test_read_on_a_local_cluster(golden: Path, tmp_path: Path) -> None:
     assert result["executors"] == 2
     assert result["driver"] not in result["pids"]
     assert result["ids"] == [i for i in range(500) if i % 11 != 0]  # the source's rule
+    # the UPDATE, its files written by the executors
+    assert result["updated"] == sorted(i + 1000 if i % 2 == 0 else i for i in range(200))
+    assert result["metrics"]["num_updated_rows"] == 100
+    assert result["metrics"]["num_deletion_vectors_added"] == 2
