@@ -1,4 +1,4 @@
-"""DELETE of one row from one big file: deletion vectors vs copy-on-write.
+"""DELETE (or UPDATE) of one row from one big file: deletion vectors vs copy-on-write.
 
 Seed 001's case: 10M rows in ONE parquet file of ~250 MB, ``DELETE ... WHERE id = <k>``.
 Builds (or reuses, under ``--dir``, default /tmp/deltadv-bench-delete/one_row) one
@@ -25,10 +25,15 @@ row count, a DV or no DV as expected); once, Delta Spark also reads deltadv's
 result. Reported: best of ``--repeat`` (after ``--warmup``) per engine, and the
 ratios measured in this run.
 
-Goal: deltadv at least 30x faster than copy-on-write, and faster than Delta
-Spark's DV delete.
+With ``--op update`` every engine runs ``UPDATE ... SET salary = salary + 1 WHERE
+id = <k>`` instead (deltadv: ``update({"salary": "salary + 1"}, "id = k")``,
+deltalake: ``update(updates=..., predicate=...)``, copy-on-write), and the checks
+look for the row updated, none lost.
 
-Run:  .venv/bin/python benches/bench_delete_one_row.py [--dir DIR] [--no-spark]
+Goal: deltadv at least 30x faster than copy-on-write, and faster than Delta
+Spark's DV delete (or update).
+
+Run:  .venv/bin/python benches/bench_delete_one_row.py [--op update] [--dir DIR] [--no-spark]
 """
 
 from __future__ import annotations
@@ -62,6 +67,11 @@ COMMAND = "cd /work/main && .venv/bin/python benches/bench_delete_one_row.py"
 
 Run = dict[str, Any]
 
+#: The statement every engine runs: "delete" or "update" (``--op``).
+OP = "delete"
+#: The UPDATE's assignment, in deltadv's / deltalake's SQL and in Spark's.
+SET = {"salary": "salary + 1"}
+
 
 def make_session() -> Any:
     return _spark.make_session("deltadv-bench-delete-one-row")
@@ -80,13 +90,18 @@ def run_deltadv(path: Path, key: int) -> Run:
     dt = deltadv.DeltaTable(str(path))
     t1 = time.perf_counter()
     before = dt.request_counts()
-    m = dt.delete(f"id = {key}")
+    if OP == "update":
+        m = dt.update(SET, f"id = {key}")
+        changed = m["num_updated_rows"]
+    else:
+        m = dt.delete(f"id = {key}")
+        changed = m["num_deleted_rows"]
     t2 = time.perf_counter()
     after = dt.request_counts()
     return {
         "total": t2 - t0,
-        "phases": {"open": t1 - t0, "delete": t2 - t1},
-        "deleted": m["num_deleted_rows"],
+        "phases": {"open": t1 - t0, OP: t2 - t1},
+        "deleted": changed,
         "note": f"gets {after['gets'] - before['gets']}, puts {after['puts'] - before['puts']}",
     }
 
@@ -95,12 +110,17 @@ def run_deltalake(path: Path, key: int) -> Run:
     t0 = time.perf_counter()
     dt = deltalake.DeltaTable(str(path))
     t1 = time.perf_counter()
-    m = dt.delete(f"id = {key}")
+    if OP == "update":
+        m = dt.update(updates=SET, predicate=f"id = {key}")
+        changed = m["num_updated_rows"]
+    else:
+        m = dt.delete(f"id = {key}")
+        changed = m["num_deleted_rows"]
     t2 = time.perf_counter()
     return {
         "total": t2 - t0,
-        "phases": {"open": t1 - t0, "delete": t2 - t1},
-        "deleted": m["num_deleted_rows"],
+        "phases": {"open": t1 - t0, OP: t2 - t1},
+        "deleted": changed,
         "note": f"copied {m.get('num_copied_rows'):,} rows into {m.get('num_added_files')} file(s)",
     }
 
@@ -108,7 +128,11 @@ def run_deltalake(path: Path, key: int) -> Run:
 def spark_runner(spark: Any) -> Callable[[Path, int], Run]:
     def run_spark(path: Path, key: int) -> Run:
         t0 = time.perf_counter()
-        rows = spark.sql(f"DELETE FROM delta.`{path}` WHERE id = {key}").collect()
+        if OP == "update":
+            sql = f"UPDATE delta.`{path}` SET salary = salary + 1 WHERE id = {key}"
+        else:
+            sql = f"DELETE FROM delta.`{path}` WHERE id = {key}"
+        rows = spark.sql(sql).collect()
         t1 = time.perf_counter()
         return {"total": t1 - t0, "phases": {}, "deleted": rows[0][0], "note": ""}
 
@@ -119,15 +143,17 @@ def spark_runner(spark: Any) -> Callable[[Path, int], Run]:
 
 
 def check(path: Path, rows: int, key: int, dv: bool, run: Run) -> list[str]:
-    """What is wrong with the table after a one-row delete (read by deltadv's log)."""
+    """What is wrong with the table after a one-row delete or update (read by
+    deltadv's log)."""
     problems = []
     if run["deleted"] != 1:
-        problems.append(f"reported {run['deleted']} deleted rows, not 1")
+        problems.append(f"reported {run['deleted']} changed rows, not 1")
     t = deltadv.DeltaTable(str(path))
     if t.version() != 1:
         problems.append(f"version {t.version()}, not 1")
-    if t.count() != rows - 1:
-        problems.append(f"log row count {t.count()}, not {rows - 1}")
+    left = rows if OP == "update" else rows - 1
+    if t.count() != left:
+        problems.append(f"log row count {t.count()}, not {left}")
     files = t.get_add_actions()
     with_dv = files.num_rows - files["dv_cardinality"].null_count
     if with_dv != (1 if dv else 0):
@@ -138,20 +164,22 @@ def check(path: Path, rows: int, key: int, dv: bool, run: Run) -> list[str]:
 def cross_check(spark: Any | None, path: Path, rows: int, key: int) -> None:
     """deltadv's result as seen by deltadv's scan and by Delta Spark."""
     t = deltadv.DeltaTable(str(path))
+    left = rows if OP == "update" else rows - 1
+    want = 1 if OP == "update" else 0
     hit = t.to_pyarrow(["id"], filter=f"id = {key}").num_rows
     near = t.to_pyarrow(["id"], filter=f"id >= {key - 1} AND id <= {key + 1}")
     ids = sorted(near["id"].to_pylist())
     line = f"  deltadv scan of deltadv's result: id = {key} -> {hit} rows; neighbours {ids}"
-    ok = hit == 0 and ids == [key - 1, key + 1]
+    ok = hit == want and ids == sorted({key - 1, key + 1} | ({key} if want else set()))
     if spark is not None:
         df = spark.read.format("delta").load(str(path))
         n = df.count()
         gone = df.where(f"id = {key}").count()
         line += f"; Delta Spark: count() {n:,}, id = {key} -> {gone} rows"
-        ok = ok and n == rows - 1 and gone == 0
+        ok = ok and n == left and gone == want
     print(line + ("" if ok else "   <-- MISMATCH"))
     if not ok:
-        sys.exit("FAIL: deltadv's delete result is wrong")
+        sys.exit(f"FAIL: deltadv's {OP} result is wrong")
 
 
 # --------------------------------------------------------------------------- main
@@ -166,7 +194,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per engine (best reported)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs per engine first")
     ap.add_argument("--no-spark", action="store_true", help="skip Delta Spark")
+    ap.add_argument("--op", choices=["delete", "update"], default="delete")
     args = ap.parse_args()
+    global OP
+    OP = args.op
     key = args.key if args.key is not None else int(args.rows * 0.512) + 1
 
     print(
@@ -190,7 +221,7 @@ def main() -> None:
         f"  source: 1 file, {src['rows']:,} rows, {src['bytes'] / 1e6:.1f} MB, "
         f"{src['row_groups_per_file']} row groups; columns: {describe_columns(False)}"
     )
-    print(f"  delete: id = {key} (row index {key - 1})")
+    print(f"  {OP}: id = {key} (row index {key - 1})")
 
     spark = None
     if not args.no_spark:
@@ -239,8 +270,8 @@ def main() -> None:
             shutil.rmtree(copy)
 
     best = {name: min(rs, key=lambda r: r["total"]) for name, rs in runs.items()}
-    print(f"\nDELETE one row of {args.rows:,} (one {src['bytes'] / 1e6:.0f} MB file); best of")
-    print(f"{args.repeat}, seconds")
+    size = f"one {src['bytes'] / 1e6:.0f} MB file"
+    print(f"\n{OP.upper()} one row of {args.rows:,} ({size}); best of {args.repeat}, seconds")
     print(f"  {'engine':<18} {'best':>8} {'median':>8}   phases of the best run")
     for name, r in best.items():
         med = statistics.median(x["total"] for x in runs[name])
