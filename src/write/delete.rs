@@ -617,8 +617,8 @@ fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
     add
 }
 
-/// Files read at once when a delete looks for matching rows.
-const READ_CONCURRENCY: usize = 4;
+/// Files read at once when a delete (or update) looks for matching rows.
+pub(super) const READ_CONCURRENCY: usize = 4;
 
 /// DELETE FROM table WHERE `predicate` (deltadv's predicate subset; `None`
 /// deletes every row). Files the predicate rules out by partition values or
@@ -775,19 +775,21 @@ pub async fn commit_prepared(
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
     let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
-    let targets = prepared_targets(snapshot, prepared).await?;
+    let targets = prepared_targets(snapshot, prepared, dvs).await?;
     let mut m = commit_targets(snapshot, targets, options, dvs, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }
 
-/// The targets of files prepared elsewhere, against `snapshot`: a change is
-/// used as prepared when the file's DV is still the one it was prepared
-/// against; otherwise (or when several tasks prepared the same file) its
-/// rows are applied to the current DV here.
+/// The targets of files prepared elsewhere, against `snapshot`: with `dvs`,
+/// a change is used as prepared when the file's DV is still the one it was
+/// prepared against; otherwise (several tasks prepared the same file, the DV
+/// changed, or the files are rewritten: `dvs` false) its rows are applied
+/// here to the file's current DV, which is loaded.
 pub(super) async fn prepared_targets(
     snapshot: &Snapshot,
     prepared: Vec<PreparedFile>,
+    dvs: bool,
 ) -> Result<BTreeMap<String, Target>> {
     let store = snapshot.store();
     let live = live_files(snapshot)?;
@@ -815,7 +817,7 @@ pub(super) async fn prepared_targets(
             num_records: p.num_records,
             base_dv: RoaringTreemap::new(),
             rows,
-            ready: same.then_some(Ready {
+            ready: (same && dvs).then_some(Ready {
                 descriptor: p.deletion_vector,
                 deleted: p.deleted,
             }),

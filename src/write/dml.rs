@@ -233,7 +233,8 @@ impl ChangeWriter {
         out.files = if self.dvs {
             delete::prepare_files(&self.store, items, &self.options).await?
         } else {
-            // Rewritten by the driver: only the rows travel.
+            // Rewritten by the driver (which loads the current DVs and
+            // counts rows itself): only the rows travel.
             items
                 .into_iter()
                 .map(|(add, rows)| {
@@ -575,7 +576,7 @@ async fn commit_changes_since(
         .collect();
     let committed = async {
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
-        let targets = delete::prepared_targets(snapshot, files).await?;
+        let targets = delete::prepared_targets(snapshot, files, dvs).await?;
         let mut changes = DmlChanges {
             rows: DeleteChanges::new(targets, &options.delete, dvs, started),
             adds,
@@ -612,9 +613,6 @@ async fn commit_changes_since(
         }
     }
 }
-
-/// Files read at once while looking for the rows to update.
-const READ_CONCURRENCY: usize = 4;
 
 /// UPDATE table SET column = value, … WHERE predicate, in this process.
 /// `assignments` are (column, SQL value) pairs (see [`crate::expr`] for the
@@ -666,7 +664,7 @@ pub async fn update_where(
                     scan::read_file(&task_store, &task_spec, &file).await
                 })
             })
-            .buffered(READ_CONCURRENCY);
+            .buffered(delete::READ_CONCURRENCY);
         while let Some(batches) = reads.next().await {
             for batch in batches?? {
                 let t = Instant::now();

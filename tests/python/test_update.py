@@ -275,3 +275,23 @@ def test_change_task_is_picklable_and_hides_credentials(tmp_path: Path) -> None:
     assert "XYZ" not in repr(secret) and "<hidden>" in repr(secret)
     assert "XYZ" not in task.task
     assert os.path.basename(table.files()[0]) in json.loads(task.task)["targets"][0]["path"]
+
+
+def test_copy_on_write_update_keeps_rows_an_old_dv_deleted(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """A table whose DVs were turned off after some rows got DVs: the copy-on-write
+    rewrite must leave those rows deleted."""
+    root = tmp_path / "t"
+    table = write_table(str(root), pa.table({"id": pa.array(range(8), pa.int64())}))
+    table.delete("id = 1")
+    delta_spark.sql(
+        f"ALTER TABLE delta.`{root}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')"
+    )
+    table = deltadv.DeltaTable(str(root))
+    m = table.update({"id": "id + 100"}, "id = 2", allow_copy_on_write=True)
+    assert m["num_updated_rows"] == 1
+    want = [0, 3, 4, 5, 6, 7, 102]
+    assert sorted(table.to_pyarrow_table()["id"].to_pylist()) == want
+    rows = delta_spark.read.format("delta").load(str(root)).collect()
+    assert sorted(r["id"] for r in rows) == want
