@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json as _json
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -523,13 +524,13 @@ class DeltaTable:
 
         batches = changed()
         head = next(batches, None)
-        if head is None:
-            return self.commit_changes("UPDATE", [], predicate=_text(predicate))
-        data = pa.RecordBatchReader.from_batches(head.schema, _chain(head, batches))
-        prepared = task.prepare(data)
+        prepared = []
+        if head is not None:  # no matching row: nothing is written or committed
+            chained = itertools.chain([head], batches)
+            prepared.append(task.prepare(pa.RecordBatchReader.from_batches(head.schema, chained)))
         return self.commit_changes(
             "UPDATE",
-            [prepared],
+            prepared,
             predicate=_text(predicate),
             allow_copy_on_write=copy,
             inline_threshold=options["inline_threshold"],
@@ -639,8 +640,3 @@ class DeltaTable:
 def _text(predicate: str | pc.Expression | None) -> str | None:
     """A predicate as the text recorded in the commit."""
     return None if predicate is None else str(predicate)
-
-
-def _chain(head: pa.RecordBatch, rest: Any) -> Any:
-    yield head
-    yield from rest

@@ -117,10 +117,13 @@ pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bou
             None => d.set_item(snake(k), v.to_string())?,
         }
     }
-    d.set_item("attempts", m.attempts)?;
-    d.set_item("rebases", m.rebases)?;
-    d.set_item("checkpointed", m.checkpointed)?;
-    d.set_item("checkpoint_error", m.checkpoint_error.clone())?;
+    super::table::set_outcome(
+        &d,
+        m.attempts,
+        m.rebases,
+        m.checkpointed,
+        m.checkpoint_error.as_deref(),
+    )?;
     Ok(d)
 }
 

@@ -602,12 +602,29 @@ impl RawDeltaTable {
         d.set_item("num_dv_files_written", m.num_dv_files_written)?;
         d.set_item("num_copied_rows", m.num_copied_rows)?;
         d.set_item("execution_time_ms", m.execution_time_ms)?;
-        d.set_item("attempts", m.attempts)?;
-        d.set_item("rebases", m.rebases)?;
-        d.set_item("checkpointed", m.checkpointed)?;
-        d.set_item("checkpoint_error", m.checkpoint_error.clone())?;
+        set_outcome(
+            &d,
+            m.attempts,
+            m.rebases,
+            m.checkpointed,
+            m.checkpoint_error.as_deref(),
+        )?;
         Ok(d)
     }
+}
+
+/// How a commit went, in a write's metrics dict.
+pub(super) fn set_outcome(
+    d: &Bound<'_, PyDict>,
+    attempts: u32,
+    rebases: u32,
+    checkpointed: bool,
+    checkpoint_error: Option<&str>,
+) -> PyResult<()> {
+    d.set_item("attempts", attempts)?;
+    d.set_item("rebases", rebases)?;
+    d.set_item("checkpointed", checkpointed)?;
+    d.set_item("checkpoint_error", checkpoint_error)
 }
 
 /// Read one scan task (its JSON) into an Arrow stream, DVs applied. Runs on

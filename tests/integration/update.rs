@@ -126,6 +126,16 @@ fn update_moves_rows_between_partitions_with_dvs() {
     assert!(files.iter().any(|f| f.path.starts_with("g=moved/")));
 }
 
+/// The path of the data file of partition g0 (ids 0, 3, 6, … in order).
+fn g0_file(s: &Snapshot) -> String {
+    s.files()
+        .unwrap()
+        .into_iter()
+        .find(|f| f.path.starts_with("g=g0/"))
+        .unwrap()
+        .path
+}
+
 /// A change stream batch: ids (new values), g, and the replaced rows.
 fn change_batch(
     ids: Vec<i64>,
@@ -157,13 +167,7 @@ fn change_batch(
 fn change_streams_update_delete_and_insert_in_one_commit() {
     let (dir, store) = table(9);
     let s = snapshot(&store);
-    let g0 = s
-        .files()
-        .unwrap()
-        .into_iter()
-        .find(|f| f.path.starts_with("g=g0/"))
-        .unwrap()
-        .path;
+    let g0 = g0_file(&s);
     // g0 holds ids 0, 3, 6 at row indexes 0, 1, 2
     let task = ChangeTask::new(&s, std::slice::from_ref(&g0), &DmlOptions::default()).unwrap();
     let batch = change_batch(
@@ -201,13 +205,7 @@ fn change_streams_update_delete_and_insert_in_one_commit() {
 fn malformed_change_streams_are_refused_and_leave_nothing() {
     let (dir, store) = table(9);
     let s = snapshot(&store);
-    let g0 = s
-        .files()
-        .unwrap()
-        .into_iter()
-        .find(|f| f.path.starts_with("g=g0/"))
-        .unwrap()
-        .path;
+    let g0 = g0_file(&s);
     let before = files_on_disk(dir.path());
     let task = ChangeTask::new(&s, std::slice::from_ref(&g0), &DmlOptions::default()).unwrap();
     let cases = [
