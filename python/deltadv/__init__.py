@@ -37,6 +37,7 @@ from deltadv.exceptions import (
     UnsupportedPredicateError,
     VersionNotFoundError,
 )
+from deltadv.merge import TableMerger
 from deltadv.table import ChangeTask, DeleteTask, DeltaTable, ScanTask
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "ScanTask",
     "StorageError",
     "TableAlreadyExistsError",
+    "TableMerger",
     "TableNotFoundError",
     "UnsupportedPredicateError",
     "VersionNotFoundError",

@@ -208,6 +208,19 @@ class RawDeltaTable:
         dv_file_target_size: int = ...,  # 2 MiB
         target_file_size: int = ...,  # 128 MiB
     ) -> dict[str, Any]: ...
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        clauses: list[tuple[str, str, str | None, list[tuple[str, str]]]],
+        source_alias: str,
+        target_alias: str,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = ...,  # 2 MiB
+        target_file_size: int = ...,  # 128 MiB
+        source_chunk_bytes: int = ...,  # 512 MiB
+    ) -> dict[str, Any]: ...
     def change_task(
         self,
         paths: list[str],

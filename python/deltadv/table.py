@@ -6,7 +6,7 @@ import itertools
 import json as _json
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,10 +20,15 @@ from deltadv._core import (
     scan_task_schema,
 )
 
+if TYPE_CHECKING:
+    from deltadv.merge import TableMerger
+
 #: DV files are cut at about this size (bytes), as in the reference implementation.
 DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
 #: Size (bytes) at which a data file is closed and the next one started.
 TARGET_FILE_SIZE = 128 * 1024 * 1024
+#: Source bytes a MERGE holds in memory at once; a larger source is joined in chunks.
+SOURCE_CHUNK_BYTES = 512 * 1024 * 1024
 
 #: A value for UPDATE's SET (or MERGE's): SQL text in deltadv's grammar, or a
 #: pyarrow compute expression.
@@ -534,6 +539,75 @@ class DeltaTable:
             predicate=_text(predicate),
             allow_copy_on_write=copy,
             inline_threshold=options["inline_threshold"],
+        )
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str | None = None,
+        target_alias: str | None = None,
+        *,
+        allow_copy_on_write: bool = False,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        target_file_size: int = TARGET_FILE_SIZE,
+        source_chunk_bytes: int = SOURCE_CHUNK_BYTES,
+    ) -> TableMerger:
+        """MERGE ``source`` into this table on ``predicate`` (deltalake's builder):
+        add clauses with ``when_matched_update(...)``, ``when_not_matched_insert_all()``,
+        ... and run it with ``execute()``. ``source`` is Arrow data -- a pyarrow
+        Table or RecordBatchReader, a polars or pandas DataFrame, anything with
+        ``__arrow_c_stream__`` -- read as a stream, ``source_chunk_bytes`` at a
+        time. ``predicate`` and clause expressions are deltadv SQL over
+        ``<target_alias>.col`` and ``<source_alias>.col`` (default aliases
+        ``target`` and ``source``); it must equate a target expression with a
+        source expression (the join key), e.g. ``"t.id = s.id"``.
+
+        Changed rows are marked deleted in their files' DVs and written anew, as
+        Delta Spark's MERGE does; an insert-only MERGE writes no DV. A target row
+        that several source rows would change raises
+        ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE`` (ValueError)
+        naming the key. A table without DVs is refused unless
+        ``allow_copy_on_write``: then the touched files are rewritten.
+        """
+        from deltadv.merge import TableMerger
+
+        return TableMerger(
+            self,
+            source,
+            predicate,
+            source_alias or "source",
+            target_alias or "target",
+            {
+                "allow_copy_on_write": allow_copy_on_write,
+                "inline_threshold": inline_threshold,
+                "dv_file_target_size": dv_file_target_size,
+                "target_file_size": target_file_size,
+                "source_chunk_bytes": source_chunk_bytes,
+            },
+        )
+
+    def _raw_merge(
+        self,
+        source: Any,
+        predicate: str,
+        clauses: list[tuple[str, str, str | None, list[tuple[str, str]]]],
+        source_alias: str,
+        target_alias: str,
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        return self._raw.merge(
+            source,
+            predicate,
+            clauses,
+            source_alias,
+            target_alias,
+            options["allow_copy_on_write"],
+            options["inline_threshold"],
+            options["dv_file_target_size"],
+            options["target_file_size"],
+            options["source_chunk_bytes"],
         )
 
     def change_task(

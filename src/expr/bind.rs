@@ -144,7 +144,7 @@ impl Predicate {
         }
     }
 
-    fn bind_expr(
+    pub(crate) fn bind_expr(
         expr: &Expr,
         text: String,
         schema: &StructType,

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::to_py;
 use crate::io::{block_on, TableStore};
 use crate::table::snapshot::Snapshot;
 use crate::write::delete::DeleteOptions;
 use crate::write::dml::{self, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges};
+use crate::write::merge::{MergeClause, MergeSpec};
 
 pub(super) fn options(
     allow_copy_on_write: bool,
@@ -39,6 +40,39 @@ fn json_error(context: &str) -> impl Fn(serde_json::Error) -> crate::Error + '_ 
         context: context.into(),
         source,
     }
+}
+
+/// A MERGE clause from Python: (kind, action, condition, assignments).
+pub(super) type ClauseTuple = (String, String, Option<String>, Vec<(String, String)>);
+
+pub(super) fn merge_spec(
+    predicate: String,
+    clauses: Vec<ClauseTuple>,
+    source_alias: String,
+    target_alias: String,
+    source_chunk_bytes: usize,
+) -> crate::Result<MergeSpec> {
+    let clauses = clauses
+        .into_iter()
+        .map(|(kind, action, condition, assignments)| {
+            let clause = json!({
+                "kind": kind,
+                "action": action,
+                "condition": condition,
+                "assignments": assignments,
+            });
+            serde_json::from_value::<MergeClause>(clause).map_err(|e| {
+                crate::Error::InvalidArgument(format!("MERGE clause ({kind}, {action}): {e}"))
+            })
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    Ok(MergeSpec {
+        predicate,
+        target_alias,
+        source_alias,
+        clauses,
+        source_chunk_bytes,
+    })
 }
 
 pub(super) fn change_task(

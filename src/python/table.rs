@@ -432,6 +432,52 @@ impl RawDeltaTable {
         self.after_dml(py, &metrics)
     }
 
+    /// MERGE `source` (Arrow data with `__arrow_c_stream__`, streamed) into
+    /// the table: `clauses` are (kind, action, condition, assignments) as
+    /// in `deltadv.write.merge.MergeClause`'s serde names.
+    #[pyo3(signature = (source, predicate, clauses, source_alias, target_alias, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, source_chunk_bytes=crate::write::merge::DEFAULT_SOURCE_CHUNK_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn merge<'py>(
+        &mut self,
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>,
+        predicate: String,
+        clauses: Vec<super::dml::ClauseTuple>,
+        source_alias: String,
+        target_alias: String,
+        allow_copy_on_write: bool,
+        inline_threshold: usize,
+        dv_file_target_size: usize,
+        target_file_size: usize,
+        source_chunk_bytes: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = super::dml::options(
+            allow_copy_on_write,
+            inline_threshold,
+            dv_file_target_size,
+            target_file_size,
+        );
+        let spec = super::dml::merge_spec(
+            predicate,
+            clauses,
+            source_alias,
+            target_alias,
+            source_chunk_bytes,
+        )
+        .map_err(to_py)?;
+        let reader = super::write::stream_reader(source)?;
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| {
+                block_on(crate::write::merge::merge(
+                    &snapshot, reader, &spec, &options,
+                ))
+            })
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.after_dml(py, &metrics)
+    }
+
     /// The JSON task with which executors write part of an UPDATE or MERGE
     /// touching rows of the files at `paths`.
     #[pyo3(signature = (paths, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE))]

@@ -550,7 +550,7 @@ pub async fn commit_changes(
 }
 
 /// [`commit_changes`] of an operation that started at `started`.
-async fn commit_changes_since(
+pub(super) async fn commit_changes_since(
     snapshot: &Snapshot,
     operation: DmlOperation,
     prepared: Vec<PreparedChanges>,
@@ -764,20 +764,37 @@ fn apply_assignments(
     set: &[(usize, ValueExpr, arrow_schema::DataType)],
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    let schema = batch.schema();
+    assign_values(&mut columns, batch.schema().fields(), batch, set, "UPDATE")?;
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| {
+        // A NULL into a NOT NULL column is the caller's mistake.
+        Error::InvalidArgument(format!("UPDATE: {e}"))
+    })
+}
+
+/// Put the values of `set` (evaluated over `source`, row for row with
+/// `columns`) in place of their columns, cast to the types of `fields` (the
+/// table's), refusing NULL in a NOT NULL column. `what` names the statement
+/// in errors.
+pub(super) fn assign_values(
+    columns: &mut [ArrayRef],
+    fields: &arrow_schema::Fields,
+    source: &RecordBatch,
+    set: &[(usize, ValueExpr, arrow_schema::DataType)],
+    what: &str,
+) -> Result<()> {
     for (i, value, target) in set {
-        let v = value.evaluate(batch)?;
+        let v = value.evaluate(source)?;
         let v = if v.data_type() == target {
             v
         } else {
             crate::expr::value::ansi_cast(v.as_ref(), target)?
         };
-        if let Some(field) = schema.fields().get(*i) {
+        if let Some(field) = fields.get(*i) {
             let nulls = v.logical_null_count();
             if !field.is_nullable() && nulls > 0 {
                 return Err(Error::InvalidArgument(format!(
                     "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for \
-                     column: {} (UPDATE sets it to {}, NULL in {nulls} row(s))",
+                     column: {} ({what} sets it to {}, NULL in {nulls} row(s))",
                     field.name(),
                     value.text(),
                 )));
@@ -788,8 +805,5 @@ fn apply_assignments(
             .ok_or_else(|| Error::Internal(format!("batch column {i} missing")))?;
         *slot = v;
     }
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| {
-        // A NULL into a NOT NULL column is the caller's mistake.
-        Error::InvalidArgument(format!("UPDATE: {e}"))
-    })
+    Ok(())
 }

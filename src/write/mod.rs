@@ -30,6 +30,7 @@ pub mod data;
 pub mod delete;
 pub mod dml;
 pub mod files;
+pub mod merge;
 pub mod metrics;
 pub mod transaction;
 
