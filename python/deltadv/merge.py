@@ -46,8 +46,7 @@ def _assignments(updates: Mapping[str, str], what: str) -> list[tuple[str, str]]
     for column, value in updates.items():
         if not isinstance(column, str) or not isinstance(value, str):
             raise TypeError(
-                f"{what}: column names and values must be str (SQL), "
-                f"got {column!r}: {value!r}"
+                f"{what}: column names and values must be str (SQL), got {column!r}: {value!r}"
             )
         out.append((column, value))
     return out

@@ -33,6 +33,8 @@ from deltadv.table import DeltaTable as _LocalTable
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from deltadv._spark_merge import DeltaMergeBuilder
+
 TASK_COLUMN = "task"
 
 
@@ -121,6 +123,7 @@ class DeltaTable:
         self._uri = table_uri
         self._options = dict(storage_options or {})
         self._table = _LocalTable(table_uri, storage_options=storage_options)
+        self._alias: str | None = None
 
     @classmethod
     def forPath(
@@ -250,10 +253,7 @@ class DeltaTable:
         if not tasks:
             return table.commit_changes("UPDATE", [], predicate=predicate_sql)
         spark = self._spark
-        schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
-        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        reader = _task_reader(tasks[0].storage_options)
-        rows = task_df.repartition(len(tasks)).mapInArrow(reader, schema)
+        rows = self._rows_with_metadata(tasks, table_schema.fields)
         if condition is not None:
             rows = rows.filter(condition)
         rows = rows.select(
@@ -280,6 +280,66 @@ class DeltaTable:
             predicate=predicate_sql,
             read_files=files,
             inline_threshold=inline_threshold,
+        )
+
+    def _rows_with_metadata(self, tasks: list[ScanTask], fields: list[Any]) -> DataFrame:
+        """The rows of ``tasks`` read on the executors, with ``_file_path`` and
+        ``_row_index`` (an empty frame of that schema when there are none)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        spark = self._spark
+        if not tasks:
+            schema = StructType(
+                [
+                    *fields,
+                    StructField("_file_path", StringType()),
+                    StructField("_row_index", LongType()),
+                ]
+            )
+            return spark.createDataFrame([], schema)
+        schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
+        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        reader = _task_reader(tasks[0].storage_options)
+        return task_df.repartition(len(tasks)).mapInArrow(reader, schema)
+
+    def alias(self, alias: str) -> DeltaTable:
+        """This table under ``alias``, for MERGE conditions (``t.id = s.id``)."""
+        other = DeltaTable.__new__(DeltaTable)
+        other.__dict__.update(self.__dict__)
+        other._alias = alias
+        return other
+
+    def merge(
+        self,
+        source: DataFrame,
+        condition: str | Column,
+        *,
+        inline_threshold: int = 0,
+        dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        target_file_size: int = TARGET_FILE_SIZE,
+    ) -> DeltaMergeBuilder:
+        """MERGE ``source`` into this table on ``condition`` (Delta Spark's builder):
+        ``dt.alias("t").merge(df.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll().execute()``. Clauses: ``whenMatchedUpdate(condition,
+        set)``, ``whenMatchedUpdateAll``, ``whenMatchedDelete``,
+        ``whenNotMatchedInsert(condition, values)``, ``whenNotMatchedInsertAll``,
+        ``whenNotMatchedBySourceUpdate(condition, set)``,
+        ``whenNotMatchedBySourceDelete``; in each kind the first clause whose
+        condition holds acts. Spark runs the join; executors write DVs and new
+        files; the driver commits once. ``execute()`` returns the metrics."""
+        from deltadv._spark_merge import DeltaMergeBuilder
+
+        return DeltaMergeBuilder(
+            self,
+            self._alias,
+            source,
+            condition,
+            {
+                "inline_threshold": inline_threshold,
+                "dv_file_target_size": dv_file_target_size,
+                "target_file_size": target_file_size,
+            },
         )
 
     def _candidate_tasks(self, condition: str | Column | None) -> list[ScanTask]:

@@ -232,11 +232,30 @@ impl Relation {
         let (first, rest) = path
             .split_first()
             .ok_or_else(|| invalid("empty column name"))?;
-        if !rest.is_empty() && eq_ci(first, &self.target_alias) {
-            return Ok(Side::Target);
-        }
-        if !rest.is_empty() && eq_ci(first, &self.source_alias) {
-            return Ok(Side::Source);
+        for (side, alias, names, what) in [
+            (
+                Side::Target,
+                &self.target_alias,
+                &self.target_names,
+                "target",
+            ),
+            (
+                Side::Source,
+                &self.source_alias,
+                &self.source_names,
+                "source",
+            ),
+        ] {
+            if let (Some(column), true) = (rest.first(), eq_ci(first, alias)) {
+                if !names.iter().any(|n| eq_ci(n, column)) {
+                    return Err(invalid(format!(
+                        "MERGE refers to {}, which is not a {what} column ({alias}: {})",
+                        crate::expr::column_text(path),
+                        names.join(", ")
+                    )));
+                }
+                return Ok(side);
+            }
         }
         let in_target = self.target_names.iter().any(|n| eq_ci(n, first));
         let in_source = self.source_names.iter().any(|n| eq_ci(n, first));
@@ -327,6 +346,26 @@ impl Relation {
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
         )
         .map_err(arrow_error)
+    }
+
+    /// `e` with unqualified names read as columns of `side` (a NOT MATCHED
+    /// clause sees only the source, NOT MATCHED BY SOURCE only the target).
+    fn qualify(&self, e: &Expr, side: Side) -> Expr {
+        let alias = match side {
+            Side::Target => &self.target_alias,
+            Side::Source => &self.source_alias,
+        };
+        map_columns(e, &|path: &[String]| match path.split_first() {
+            Some((first, rest))
+                if !rest.is_empty()
+                    && (eq_ci(first, &self.target_alias) || eq_ci(first, &self.source_alias)) =>
+            {
+                path.to_vec()
+            }
+            _ => std::iter::once(alias.clone())
+                .chain(path.iter().cloned())
+                .collect(),
+        })
     }
 
     /// `e` with target columns written without the target alias (to bind
@@ -663,7 +702,12 @@ impl Plan {
                 c.action
             )));
         }
-        // Which side each kind may refer to.
+        // Which side each kind may refer to (and reads bare names from).
+        let scope = |e: Expr| match c.kind {
+            ClauseKind::Matched => e,
+            ClauseKind::NotMatched => rel.qualify(&e, Side::Source),
+            ClauseKind::NotMatchedBySource => rel.qualify(&e, Side::Target),
+        };
         let check_side = |e: &Expr, what: &str| -> Result<()> {
             let (t, s) = rel.sides(e)?;
             let bad = match c.kind {
@@ -682,7 +726,7 @@ impl Plan {
         let condition = match &c.condition {
             None => None,
             Some(text) => {
-                let e = crate::expr::parse::parse(text)?;
+                let e = scope(crate::expr::parse::parse(text)?);
                 check_side(&e, "condition")?;
                 Some(Predicate::bind_expr(
                     &e,
@@ -732,7 +776,7 @@ impl Plan {
                 c.assignments
                     .iter()
                     .map(|(col, text)| {
-                        let e = crate::expr::parse::parse_value(text)?;
+                        let e = scope(crate::expr::parse::parse_value(text)?);
                         check_side(&e, &format!("value for {col}"))?;
                         Ok((col.clone(), e, text.clone()))
                     })

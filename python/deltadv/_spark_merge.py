@@ -1,0 +1,419 @@
+"""MERGE from Spark, in Delta Spark's builder shape (plain Python over the public API).
+
+``deltadv.spark.DeltaTable.forPath(spark, uri).alias("t").merge(src.alias("s"),
+"t.id = s.id").whenMatchedUpdate(...)...execute()``.
+
+The join runs in Spark: the table is read with each row's ``_file_path`` and
+``_row_index`` (deletion vectors applied) and joined with the source on the
+condition (inner, left, right or full outer, as the clauses need). One CASE per
+column picks each row's clause -- the first of its kind whose condition holds
+-- and its new values; rows no clause acts on are dropped. The change stream
+(new values + ``_change``) is repartitioned by data file, and each executor
+task writes new data files and ONE DV file (:class:`deltadv.ChangeTask`); the
+driver commits once, as a MERGE with Delta Spark's parameters and metrics.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltadv.table import ChangeTask
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from deltadv.spark import DeltaTable
+
+DUPLICATE_ERROR = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+_CLAUSE = "__deltadv_clause"
+_SOURCE = "__deltadv_source"
+
+#: (kind, action, condition, assignments); kinds and actions as the Rust core names them.
+_Clause = tuple[str, str, "str | Column | None", "Mapping[str, str | Column] | None"]
+
+
+def _alias_of(df: DataFrame) -> str | None:
+    """The alias of ``df`` (``df.alias("s")``), read from its plan (classic Spark)."""
+    try:
+        plan = df._jdf.queryExecution().logical()
+        if plan.getClass().getSimpleName() == "SubqueryAlias":
+            return str(plan.alias())
+    except Exception:  # Spark Connect: no JVM plan
+        return None
+    return None
+
+
+def _text(c: str | Column | None) -> str | None:
+    return None if c is None else c if isinstance(c, str) else str(c)
+
+
+def _counting_writer(
+    task: ChangeTask,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow body: count rows per clause, drop the clause column, write
+    the rest with ``task``; one row with the prepared JSON and the counts."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        counts: dict[int, int] = {}
+
+        def strip(bs: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for b in bs:
+                clauses = b.column(_CLAUSE).to_pylist()
+                for c in clauses:
+                    counts[c] = counts.get(c, 0) + 1
+                yield b.drop_columns([_CLAUSE])
+
+        stream = strip(batches)
+        first = next(stream, None)
+        if first is None:
+            return
+        data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
+        started = _now_ms()
+        prepared = task.prepare(data)
+        # prepare() pulls the stream: its time is the join's and the write's.
+        ms = _now_ms() - started
+        yield pa.record_batch(
+            [pa.array([prepared]), pa.array([json.dumps(counts)]), pa.array([ms], pa.int64())],
+            names=["prepared", "counts", "ms"],
+        )
+
+    return write
+
+
+class DeltaMergeBuilder:
+    """A MERGE being built from Spark; made by :meth:`deltadv.spark.DeltaTable.merge`.
+    Clause methods return the builder; :meth:`execute` runs it."""
+
+    def __init__(
+        self,
+        table: DeltaTable,
+        target_alias: str | None,
+        source: DataFrame,
+        condition: str | Column,
+        options: dict[str, Any],
+    ) -> None:
+        self._table = table
+        self._target_alias = target_alias
+        self._source = source
+        self._condition = condition
+        self._options = options
+        self._clauses: list[_Clause] = []
+
+    def _add(
+        self,
+        kind: str,
+        action: str,
+        condition: str | Column | None,
+        values: Mapping[str, str | Column] | None = None,
+        what: str = "",
+    ) -> DeltaMergeBuilder:
+        if values is not None and (not isinstance(values, Mapping) or not values):
+            raise ValueError(f"{what} needs a non-empty mapping of column -> value")
+        self._clauses.append((kind, action, condition, values))
+        return self
+
+    def whenMatchedUpdate(
+        self, condition: str | Column | None = None, set: Mapping[str, str | Column] | None = None
+    ) -> DeltaMergeBuilder:
+        if set is None:
+            raise ValueError("whenMatchedUpdate needs set={column: value}")
+        return self._add("matched", "update", condition, set, "whenMatchedUpdate")
+
+    def whenMatchedUpdateAll(self, condition: str | Column | None = None) -> DeltaMergeBuilder:
+        return self._add("matched", "update_all", condition)
+
+    def whenMatchedDelete(self, condition: str | Column | None = None) -> DeltaMergeBuilder:
+        return self._add("matched", "delete", condition)
+
+    def whenNotMatchedInsert(
+        self,
+        condition: str | Column | None = None,
+        values: Mapping[str, str | Column] | None = None,
+    ) -> DeltaMergeBuilder:
+        if values is None:
+            raise ValueError("whenNotMatchedInsert needs values={column: value}")
+        return self._add("not_matched", "insert", condition, values, "whenNotMatchedInsert")
+
+    def whenNotMatchedInsertAll(self, condition: str | Column | None = None) -> DeltaMergeBuilder:
+        return self._add("not_matched", "insert_all", condition)
+
+    def whenNotMatchedBySourceUpdate(
+        self, condition: str | Column | None = None, set: Mapping[str, str | Column] | None = None
+    ) -> DeltaMergeBuilder:
+        if set is None:
+            raise ValueError("whenNotMatchedBySourceUpdate needs set={column: value}")
+        return self._add(
+            "not_matched_by_source", "update", condition, set, "whenNotMatchedBySourceUpdate"
+        )
+
+    def whenNotMatchedBySourceDelete(
+        self, condition: str | Column | None = None
+    ) -> DeltaMergeBuilder:
+        return self._add("not_matched_by_source", "delete", condition)
+
+    def _check_clauses(self) -> None:
+        if not self._clauses:
+            raise ValueError("a MERGE needs at least one when... clause")
+        names = {
+            "matched": "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION",
+            "not_matched": "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION",
+            "not_matched_by_source": "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
+        }
+        for kind, code in names.items():
+            group = [c for c in self._clauses if c[0] == kind]
+            if any(c[2] is None for c in group[:-1]):
+                raise ValueError(
+                    f"[{code}] when there is more than one {kind.replace('_', ' ').upper()} "
+                    "clause, only the last may omit its condition"
+                )
+
+    def execute(self) -> dict[str, Any]:
+        """Run the MERGE; returns Delta Spark's MERGE metrics in snake_case
+        (``num_target_rows_updated``, ``num_target_rows_inserted``,
+        ``num_source_rows``, ``num_target_deletion_vectors_added``, ...) and
+        ``version``. Nothing is committed when no clause acts on any row."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        started = _now_ms()
+        self._check_clauses()
+        dt = self._table
+        table = dt._table
+        table.update_incremental()
+        spark = dt._spark
+        options = self._options
+        fields = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields
+        tasks = dt._candidate_tasks(None)
+        target = dt._rows_with_metadata(tasks, fields)
+        t_alias = self._target_alias or "target"
+        target = target.alias(t_alias)
+        s_alias = _alias_of(self._source)
+        source = self._source.withColumn(_SOURCE, F.lit(True))
+        if s_alias is not None:
+            source = source.alias(s_alias)
+        source_names = {n.lower(): n for n in self._source.columns}
+
+        def tcol(name: str) -> Column:
+            return target[f"`{name}`"]
+
+        def scol(name: str) -> Column:
+            return source[f"`{name}`"]
+
+        kinds = {c[0] for c in self._clauses}
+        how = {
+            (True, True): "full_outer",
+            (True, False): "right_outer",
+            (False, True): "left_outer",
+            (False, False): "inner",
+        }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
+        condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
+        joined = target.join(source, condition, how)
+        has_target = tcol("_row_index").isNotNull()
+        has_source = scol(_SOURCE).isNotNull()
+        group_of = {
+            "matched": has_target & has_source,
+            "not_matched": ~has_target & has_source,
+            "not_matched_by_source": has_target & ~has_source,
+        }
+        by_name = {f.name.lower(): f for f in fields}
+
+        def value(v: str | Column, field: Any) -> Column:
+            expr = F.expr(v) if isinstance(v, str) else v
+            return expr.cast(field.dataType)
+
+        clause_expr = None
+        column_values: dict[str, Column] = {}
+        parameters: dict[str, list[dict[str, str]]] = {
+            "matched": [],
+            "not_matched": [],
+            "not_matched_by_source": [],
+        }
+        for i, (kind, action, cond, values) in enumerate(self._clauses):
+            hit = group_of[kind]
+            if cond is not None:
+                hit = hit & (F.expr(cond) if isinstance(cond, str) else cond)
+            clause_expr = (
+                F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, F.lit(i))
+            )
+            param = {"actionType": action.split("_")[0]}
+            if cond is not None:
+                param = {"predicate": str(_text(cond)), **param}
+            parameters[kind].append(param)
+            assigned: dict[str, Column] = {}
+            if values is not None:
+                for column, v in values.items():
+                    name = (
+                        column.split(".", 1)[1]
+                        if ("." in column and column.split(".", 1)[0].lower() == t_alias.lower())
+                        else column
+                    )
+                    field = by_name.get(name.lower())
+                    if field is None:
+                        raise ValueError(
+                            f"MERGE sets column {column!r}, which is not in the target table "
+                            f"(columns: {', '.join(f.name for f in fields)})"
+                        )
+                    if field.name in assigned:
+                        raise ValueError(f"MERGE sets column {name!r} more than once")
+                    assigned[field.name] = value(v, field)
+            elif action in ("update_all", "insert_all"):
+                for f in fields:
+                    src = source_names.get(f.name.lower())
+                    if src is not None:
+                        assigned[f.name] = scol(src).cast(f.dataType)
+            for f in fields:
+                if action == "delete":
+                    continue
+                if f.name in assigned:
+                    new = assigned[f.name]
+                elif action.startswith("insert"):
+                    new = F.lit(None).cast(f.dataType)
+                else:
+                    continue  # an update keeps the column
+                old = column_values.get(f.name)
+                column_values[f.name] = (
+                    F.when(F.col(_CLAUSE) == i, new)
+                    if old is None
+                    else old.when(F.col(_CLAUSE) == i, new)
+                )
+        change = None
+        for i, (_, action, _, _) in enumerate(self._clauses):
+            kind_text = {"update": "update", "update_all": "update", "delete": "delete"}.get(
+                action, "insert"
+            )
+            w = F.col(_CLAUSE) == i
+            change = F.when(w, F.lit(kind_text)) if change is None else change.when(w, kind_text)
+        if clause_expr is None or change is None:
+            raise ValueError("a MERGE needs at least one when... clause")
+        staged = joined.select("*", clause_expr.alias(_CLAUSE)).filter(F.col(_CLAUSE).isNotNull())
+        out_cols = []
+        for f in fields:
+            base = tcol(f.name)
+            v = column_values.get(f.name)
+            out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
+        rows = staged.select(
+            *out_cols,
+            tcol("_file_path").alias("_file_path"),
+            tcol("_row_index").alias("_row_index"),
+            change.alias("_change"),
+            F.col(_CLAUSE),
+        )
+        matched_actions = [c for c in self._clauses if c[0] == "matched"]
+        if len(matched_actions) == 1 and matched_actions[0][1:3] == ("delete", None):
+            # Several source rows may delete one target row: delete it once.
+            rows = rows.filter(F.col("_row_index").isNull()).unionByName(
+                rows.filter(F.col("_row_index").isNotNull()).dropDuplicates(
+                    ["_file_path", "_row_index"]
+                )
+            )
+        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        change_task = table.change_task(
+            files,
+            inline_threshold=options["inline_threshold"],
+            dv_file_target_size=options["dv_file_target_size"],
+            target_file_size=options["target_file_size"],
+        )
+        parts = max(1, spark.sparkContext.defaultParallelism * 2)
+        key = F.coalesce(
+            F.col("_file_path"), F.hash(*[F.col(f"`{f.name}`") for f in fields]).cast("string")
+        )
+        num_source = self._source.count()
+        source_ms = _now_ms() - started
+        job_started = _now_ms()
+        try:
+            out = (
+                rows.repartition(parts, key)
+                .mapInArrow(
+                    _counting_writer(change_task), "prepared string, counts string, ms long"
+                )
+                .collect()
+            )
+        except Exception as e:
+            if DUPLICATE_ERROR in str(e):
+                raise self._duplicate_error(staged, target, group_of["matched"]) from None
+            raise
+        job_ms = _now_ms() - job_started
+        # The writing tasks run in parallel: the longest is the write phase's
+        # wall time (an upper bound: it includes pulling the shuffled rows).
+        rewrite_ms = min(job_ms, max((r["ms"] for r in out), default=0))
+        counts: dict[int, int] = {}
+        for r in out:
+            for k, n in json.loads(r["counts"]).items():
+                counts[int(k)] = counts.get(int(k), 0) + n
+
+        def count(kind: str, delete: bool) -> int:
+            return sum(
+                n
+                for i, n in counts.items()
+                if self._clauses[i][0] == kind and (self._clauses[i][1] == "delete") == delete
+            )
+
+        extra = {
+            "numSourceRows": num_source,
+            "numTargetRowsMatchedUpdated": count("matched", False),
+            "numTargetRowsMatchedDeleted": count("matched", True),
+            "numTargetRowsNotMatchedBySourceUpdated": count("not_matched_by_source", False),
+            "numTargetRowsNotMatchedBySourceDeleted": count("not_matched_by_source", True),
+            "materializeSourceTimeMs": source_ms,
+            "scanTimeMs": job_ms - rewrite_ms,
+            "rewriteTimeMs": rewrite_ms,
+            "executionTimeMs": _now_ms() - started,
+        }
+        params = {
+            "predicate": json.dumps([_text(self._condition)]),
+            "matchedPredicates": json.dumps(parameters["matched"]),
+            "notMatchedPredicates": json.dumps(parameters["not_matched"]),
+            "notMatchedBySourcePredicates": json.dumps(parameters["not_matched_by_source"]),
+        }
+        return table.commit_changes(
+            "MERGE",
+            [r["prepared"] for r in out],
+            parameters=params,
+            extra_metrics=extra,
+            # Inserts and NOT MATCHED BY SOURCE depend on every file: a concurrent
+            # writer's new file must conflict. Otherwise the files read.
+            read_files=None if kinds & {"not_matched", "not_matched_by_source"} else files,
+            inline_threshold=options["inline_threshold"],
+        )
+
+    def _duplicate_error(self, staged: DataFrame, target: DataFrame, matched: Column) -> ValueError:
+        """The duplicate-match error, naming a target row (its values) that
+        several source rows would change."""
+        from pyspark.sql import functions as F
+
+        dup = (
+            staged.filter(matched)
+            .groupBy(target["_file_path"], target["_row_index"])
+            .count()
+            .filter(F.col("count") > 1)
+            .limit(1)
+            .collect()
+        )
+        detail = ""
+        if dup:
+            path, index = dup[0][0], dup[0][1]
+            row = (
+                staged.filter(matched)
+                .filter((target["_file_path"] == path) & (target["_row_index"] == index))
+                .select(target["*"])
+                .drop("_file_path", "_row_index")
+                .first()
+            )
+            if row is not None:
+                detail = f" (target row {row.asDict()}; row {index} of {path})"
+        return ValueError(
+            f"[{DUPLICATE_ERROR}] Cannot perform MERGE as multiple source rows matched and "
+            f"attempted to modify the same target row{detail} in possibly conflicting ways. "
+            "Make the source unique on the join key, e.g. by deduplicating it first"
+        )
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.monotonic() * 1000)
