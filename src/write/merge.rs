@@ -297,9 +297,10 @@ impl Relation {
         let mut fields = Vec::with_capacity(names.len());
         let mut arrays = Vec::with_capacity(names.len());
         for name in names {
-            let c = batch
-                .column_by_name(name)
-                .ok_or_else(|| Error::Internal(format!("MERGE: column {name} missing")))?;
+            // A target read without columns no expression needs.
+            let Some(c) = batch.column_by_name(name) else {
+                continue;
+            };
             fields.push(Field::new(name, c.data_type().clone(), true));
             arrays.push(c.clone());
         }
@@ -822,6 +823,49 @@ impl Plan {
         })
     }
 
+    /// The target column (top-level name) a bound column of the relation is.
+    fn target_column(&self, c: &crate::expr::BoundColumn) -> Option<String> {
+        let (first, rest) = c.logical.split_first()?;
+        if eq_ci(first, &self.rel.target_alias) {
+            return rest.first().cloned();
+        }
+        self.rel
+            .unqualified
+            .iter()
+            .any(|(n, side)| *side == Side::Target && n == first)
+            .then(|| first.clone())
+    }
+
+    /// The table columns the MERGE reads: those its expressions refer to,
+    /// and those an UPDATE clause keeps (does not assign).
+    fn target_columns(&self) -> BTreeSet<String> {
+        let mut bound: Vec<&crate::expr::BoundColumn> = Vec::new();
+        for k in &self.keys_target {
+            bound.extend(k.columns());
+        }
+        if let Some(r) = &self.residual {
+            bound.extend(r.columns());
+        }
+        let mut out = BTreeSet::new();
+        for c in self.matched.iter().chain(&self.by_source) {
+            if let Some(p) = &c.condition {
+                bound.extend(p.columns());
+            }
+            for (_, v, _) in &c.set {
+                bound.extend(v.columns());
+            }
+            if matches!(c.action, ClauseAction::Update | ClauseAction::UpdateAll) {
+                for (i, f) in self.table_fields.iter().enumerate() {
+                    if !c.set.iter().any(|(j, _, _)| *j == i) {
+                        out.insert(f.name().clone());
+                    }
+                }
+            }
+        }
+        out.extend(bound.into_iter().filter_map(|c| self.target_column(c)));
+        out
+    }
+
     /// The rows of `batch` whose keys are all non-null, encoded.
     fn key_rows(
         &self,
@@ -877,8 +921,14 @@ impl Plan {
     }
 }
 
+/// The change stream's schema: the table's columns, nullable (a deleted
+/// row's values are not read; NOT NULL is checked on rows written), then the
+/// row's origin and its change.
 fn change_schema(table: &Fields) -> SchemaRef {
-    let mut fields: Vec<Field> = table.iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = table
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
     fields.push(Field::new(FILE_PATH_COLUMN, ArrowType::Utf8, true));
     fields.push(Field::new(ROW_INDEX_COLUMN, ArrowType::Int64, true));
     fields.push(Field::new(CHANGE_COLUMN, ArrowType::Utf8, false));
@@ -1044,9 +1094,13 @@ impl Plan {
             Some(b) => {
                 let mut cols = Vec::with_capacity(self.table_fields.len());
                 for f in self.table_fields.iter() {
-                    cols.push(b.column_by_name(f.name()).cloned().ok_or_else(|| {
-                        Error::Internal(format!("MERGE: target column {} missing", f.name()))
-                    })?);
+                    // Columns not read are ones no value needs (deleted rows,
+                    // or columns every acting clause assigns).
+                    cols.push(
+                        b.column_by_name(f.name())
+                            .cloned()
+                            .unwrap_or_else(|| new_null_array(f.data_type(), n)),
+                    );
                 }
                 let meta = |name: &str| {
                     b.column_by_name(name)
@@ -1460,6 +1514,16 @@ pub async fn merge<R: RecordBatchReader>(
         .cloned()
         .collect();
     let plan = Arc::new(Plan::new(snapshot, spec, &shape.delta, table_fields)?);
+    // Read only the columns the MERGE needs (e.g. just the key for an upsert
+    // whose UPDATE SET * assigns every column).
+    let needed = plan.target_columns();
+    scan_spec.columns = Some(
+        plan.table_fields
+            .iter()
+            .map(|f| f.name().clone())
+            .filter(|n| needed.contains(n))
+            .collect(),
+    );
     let store = snapshot.store().clone();
     let live = delete::live_files(snapshot)?;
     let targets: Vec<crate::log::actions::Add> = live.values().map(|f| f.add.clone()).collect();
