@@ -212,7 +212,14 @@ class DeltaMergeBuilder:
             (False, False): "inner",
         }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
         condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
-        joined = target.join(source, condition, how)
+        # Spark cannot size the table read (a Python source): without a hint it
+        # may broadcast all of it. Broadcast a small source where the join allows
+        # it (the target side preserved or inner), else sort-merge both sides.
+        size = _estimated_bytes(self._source)
+        if how in ("inner", "left_outer") and size is not None and size <= _broadcast_limit(spark):
+            joined = target.join(F.broadcast(source), condition, how)
+        else:
+            joined = target.hint("merge").join(source, condition, how)
         has_target = tcol("_row_index").isNotNull()
         has_source = scol(_SOURCE).isNotNull()
         group_of = {
@@ -411,6 +418,22 @@ class DeltaMergeBuilder:
             f"attempted to modify the same target row{detail} in possibly conflicting ways. "
             "Make the source unique on the join key, e.g. by deduplicating it first"
         )
+
+
+def _estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's size estimate of ``df`` (classic Spark), or None."""
+    try:
+        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+    except Exception:
+        return None
+
+
+def _broadcast_limit(spark: Any) -> int:
+    """``spark.sql.autoBroadcastJoinThreshold`` in bytes (10 MiB by default)."""
+    try:
+        return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+    except Exception:
+        return 10 * 1024 * 1024
 
 
 def _now_ms() -> int:

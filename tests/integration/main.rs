@@ -16,6 +16,7 @@ mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
 mod layering;
+mod merge;
 mod properties;
 mod scan_edges;
 mod scan_row_index;

@@ -1,0 +1,178 @@
+//! MERGE from the Rust API, on local disk: an upsert lands updated rows in a
+//! new file and their old copies in one DV file; NOT MATCHED BY SOURCE runs
+//! once over a source read in several chunks; a bad MERGE leaves nothing.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use deltadv::io::{block_on, TableStore};
+use deltadv::scan::{read_snapshot, ScanSpec};
+use deltadv::table::snapshot::Snapshot;
+use deltadv::write::dml::DmlOptions;
+use deltadv::write::files::{write_table, WriteOptions};
+use deltadv::write::merge::{merge, ClauseAction, ClauseKind, MergeClause, MergeSpec};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("g", DataType::Utf8, true),
+    ]))
+}
+
+fn batch(ids: &[i64], g: &str) -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(ids.to_vec())) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(ids.iter().map(|_| g))),
+        ],
+    )
+    .unwrap()
+}
+
+fn table(n: i64) -> (tempfile::TempDir, TableStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let ids: Vec<i64> = (0..n).collect();
+    let reader = RecordBatchIterator::new(vec![Ok(batch(&ids, "old"))], schema());
+    block_on(write_table(&store, reader, &WriteOptions::default()))
+        .unwrap()
+        .unwrap();
+    (dir, store)
+}
+
+fn snapshot(store: &TableStore) -> Snapshot {
+    block_on(Snapshot::load(store.clone(), None))
+        .unwrap()
+        .unwrap()
+}
+
+fn rows(store: &TableStore) -> Vec<(i64, String)> {
+    let s = snapshot(store);
+    let spec = ScanSpec::for_snapshot(&s, None);
+    let mut out = Vec::new();
+    for b in block_on(read_snapshot(&s, &spec)).unwrap().unwrap() {
+        let id = b.column_by_name("id").unwrap();
+        let id = id.as_any().downcast_ref::<Int64Array>().unwrap();
+        let g = b.column_by_name("g").unwrap();
+        let g = g.as_any().downcast_ref::<StringArray>().unwrap();
+        for i in 0..b.num_rows() {
+            out.push((id.value(i), g.value(i).to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn clause(kind: ClauseKind, action: ClauseAction, condition: Option<&str>) -> MergeClause {
+    MergeClause {
+        kind,
+        action,
+        condition: condition.map(String::from),
+        assignments: Vec::new(),
+    }
+}
+
+#[test]
+fn upsert_writes_one_dv_file_and_one_new_file() {
+    let (dir, store) = table(10);
+    let mut spec = MergeSpec::new("t.id = s.id");
+    spec.target_alias = "t".into();
+    spec.source_alias = "s".into();
+    spec.clauses = vec![
+        clause(ClauseKind::Matched, ClauseAction::UpdateAll, None),
+        clause(ClauseKind::NotMatched, ClauseAction::InsertAll, None),
+    ];
+    let source = RecordBatchIterator::new(vec![Ok(batch(&[2, 5, 20], "new"))], schema());
+    let m = block_on(merge(
+        &snapshot(&store),
+        source,
+        &spec,
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(m.version, Some(1));
+    let metric = |k: &str| m.operation_metrics[k].as_str().unwrap().to_string();
+    assert_eq!(metric("numTargetRowsUpdated"), "2");
+    assert_eq!(metric("numTargetRowsInserted"), "1");
+    assert_eq!(metric("numTargetDeletionVectorsAdded"), "1");
+    assert_eq!(metric("numSourceRows"), "3");
+    let mut want: Vec<(i64, String)> = (0..10)
+        .map(|i| (i, if i == 2 || i == 5 { "new" } else { "old" }.to_string()))
+        .collect();
+    want.push((20, "new".into()));
+    assert_eq!(rows(&store), want);
+    let dv_files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("deletion_vector_")
+        })
+        .count();
+    assert_eq!(dv_files, 1);
+}
+
+#[test]
+fn not_matched_by_source_runs_once_over_a_chunked_source() {
+    let (_dir, store) = table(10);
+    let mut spec = MergeSpec::new("target.id = source.id");
+    spec.source_chunk_bytes = 1; // one chunk per batch
+    spec.clauses = vec![
+        clause(ClauseKind::Matched, ClauseAction::UpdateAll, None),
+        clause(
+            ClauseKind::NotMatchedBySource,
+            ClauseAction::Delete,
+            Some("id >= 5"),
+        ),
+    ];
+    let batches: Vec<_> = (0..7).map(|i| Ok(batch(&[i], "new"))).collect();
+    let source = RecordBatchIterator::new(batches, schema());
+    block_on(merge(
+        &snapshot(&store),
+        source,
+        &spec,
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    let want: Vec<(i64, String)> = (0..7).map(|i| (i, "new".to_string())).collect();
+    assert_eq!(rows(&store), want);
+}
+
+#[test]
+fn a_failed_merge_leaves_no_file() {
+    let (dir, store) = table(10);
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let mut spec = MergeSpec::new("target.id = source.id");
+    spec.clauses = vec![clause(ClauseKind::Matched, ClauseAction::UpdateAll, None)];
+    // Two source rows for target row 3, in one batch
+    let source = RecordBatchIterator::new(vec![Ok(batch(&[1, 3, 3], "x"))], schema());
+    let err = block_on(merge(
+        &snapshot(&store),
+        source,
+        &spec,
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"),
+        "{text}"
+    );
+    assert!(text.contains("target.id = 3"), "{text}");
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), after.len());
+    assert_eq!(snapshot(&store).version(), 0);
+}
