@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltadv._spark_util import _split_size
 from deltadv.table import ChangeTask
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 DUPLICATE_ERROR = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
 _CLAUSE = "__deltadv_clause"
 _SOURCE = "__deltadv_source"
+_SOURCE_ID = "__deltadv_source_id"
+_MATCHED_ID = "__deltadv_matched_id"
 
 #: (kind, action, condition, assignments); kinds and actions as the Rust core names them.
 _Clause = tuple[str, str, "str | Column | None", "Mapping[str, str | Column] | None"]
@@ -188,77 +192,56 @@ class DeltaMergeBuilder:
         spark = dt._spark
         options = self._options
         fields = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields
-        tasks = dt._candidate_tasks(None)
-        target = dt._rows_with_metadata(tasks, fields)
+        by_name = {f.name.lower(): f for f in fields}
+        kinds = {c[0] for c in self._clauses}
         t_alias = self._target_alias or "target"
-        target = target.alias(t_alias)
         s_alias = _alias_of(self._source)
+        size = _estimated_bytes(self._source)
+        # A small source is broadcast and the table streamed past it (no shuffle
+        # of the table): matched rows by an inner join (or, with NOT MATCHED BY
+        # SOURCE, a left join keeping every target row), source rows to insert by
+        # an anti join of the materialized source against the matched ones. Else
+        # one outer join, sort-merge on both sides (Spark cannot size the table
+        # read, a Python source: it must not broadcast it).
+        fast = (
+            size is not None
+            and size <= _broadcast_limit(spark)
+            and not {"not_matched", "not_matched_by_source"} <= kinds
+        )
         source = self._source.withColumn(_SOURCE, F.lit(True))
+        if fast and "not_matched" in kinds:
+            source = source.withColumn(_SOURCE_ID, F.monotonically_increasing_id())
+            source = source.localCheckpoint(eager=True)  # ids fixed for both uses
         if s_alias is not None:
             source = source.alias(s_alias)
         source_names = {n.lower(): n for n in self._source.columns}
 
-        def tcol(name: str) -> Column:
-            return target[f"`{name}`"]
-
         def scol(name: str) -> Column:
             return source[f"`{name}`"]
-
-        kinds = {c[0] for c in self._clauses}
-        how = {
-            (True, True): "full_outer",
-            (True, False): "right_outer",
-            (False, True): "left_outer",
-            (False, False): "inner",
-        }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
-        condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
-        # Spark cannot size the table read (a Python source): without a hint it
-        # may broadcast all of it. Broadcast a small source where the join allows
-        # it (the target side preserved or inner), else sort-merge both sides.
-        size = _estimated_bytes(self._source)
-        if how in ("inner", "left_outer") and size is not None and size <= _broadcast_limit(spark):
-            joined = target.join(F.broadcast(source), condition, how)
-        else:
-            joined = target.hint("merge").join(source, condition, how)
-        has_target = tcol("_row_index").isNotNull()
-        has_source = scol(_SOURCE).isNotNull()
-        group_of = {
-            "matched": has_target & has_source,
-            "not_matched": ~has_target & has_source,
-            "not_matched_by_source": has_target & ~has_source,
-        }
-        by_name = {f.name.lower(): f for f in fields}
 
         def value(v: str | Column, field: Any) -> Column:
             expr = F.expr(v) if isinstance(v, str) else v
             return expr.cast(field.dataType)
 
-        clause_expr = None
-        column_values: dict[str, Column] = {}
+        # Each clause: its condition and the columns it assigns.
+        specs: list[tuple[int, str, str, Column | None, dict[str, Column]]] = []
         parameters: dict[str, list[dict[str, str]]] = {
             "matched": [],
             "not_matched": [],
             "not_matched_by_source": [],
         }
+        texts = [_text(self._condition) or ""]
         for i, (kind, action, cond, values) in enumerate(self._clauses):
-            hit = group_of[kind]
-            if cond is not None:
-                hit = hit & (F.expr(cond) if isinstance(cond, str) else cond)
-            clause_expr = (
-                F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, F.lit(i))
-            )
             param = {"actionType": action.split("_")[0]}
             if cond is not None:
                 param = {"predicate": str(_text(cond)), **param}
+                texts.append(str(_text(cond)))
             parameters[kind].append(param)
             assigned: dict[str, Column] = {}
             if values is not None:
                 for column, v in values.items():
-                    name = (
-                        column.split(".", 1)[1]
-                        if ("." in column and column.split(".", 1)[0].lower() == t_alias.lower())
-                        else column
-                    )
+                    head, _, rest = column.partition(".")
+                    name = rest if rest and head.lower() == t_alias.lower() else column
                     field = by_name.get(name.lower())
                     if field is None:
                         raise ValueError(
@@ -268,48 +251,129 @@ class DeltaMergeBuilder:
                     if field.name in assigned:
                         raise ValueError(f"MERGE sets column {name!r} more than once")
                     assigned[field.name] = value(v, field)
+                    texts.append(str(_text(v)))
             elif action in ("update_all", "insert_all"):
                 for f in fields:
                     src = source_names.get(f.name.lower())
                     if src is not None:
                         assigned[f.name] = scol(src).cast(f.dataType)
-            for f in fields:
-                if action == "delete":
-                    continue
-                if f.name in assigned:
-                    new = assigned[f.name]
-                elif action.startswith("insert"):
-                    new = F.lit(None).cast(f.dataType)
-                else:
-                    continue  # an update keeps the column
-                old = column_values.get(f.name)
-                column_values[f.name] = (
-                    F.when(F.col(_CLAUSE) == i, new)
-                    if old is None
-                    else old.when(F.col(_CLAUSE) == i, new)
-                )
-        change = None
-        for i, (_, action, _, _) in enumerate(self._clauses):
-            kind_text = {"update": "update", "update_all": "update", "delete": "delete"}.get(
-                action, "insert"
+            condition_col = (
+                None if cond is None else F.expr(cond) if isinstance(cond, str) else cond
             )
-            w = F.col(_CLAUSE) == i
-            change = F.when(w, F.lit(kind_text)) if change is None else change.when(w, kind_text)
-        if clause_expr is None or change is None:
-            raise ValueError("a MERGE needs at least one when... clause")
-        staged = joined.select("*", clause_expr.alias(_CLAUSE)).filter(F.col(_CLAUSE).isNotNull())
-        out_cols = []
-        for f in fields:
-            base = tcol(f.name)
-            v = column_values.get(f.name)
-            out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
-        rows = staged.select(
-            *out_cols,
-            tcol("_file_path").alias("_file_path"),
-            tcol("_row_index").alias("_row_index"),
-            change.alias("_change"),
-            F.col(_CLAUSE),
+            specs.append((i, kind, action, condition_col, assigned))
+
+        # Read only the table columns the MERGE may use: those its expressions
+        # name, and those an UPDATE keeps.
+        words = {
+            (a or b).lower()
+            for a, b in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", " ".join(texts))
+        }
+        needed = {f.name for f in fields if f.name.lower() in words}
+        for _, _kind, action, _, assigned in specs:
+            if action in ("update", "update_all"):
+                needed |= {f.name for f in fields if f.name not in assigned}
+        read_fields = [f for f in fields if f.name in needed]
+        tasks = table.scan_tasks(
+            [f.name for f in read_fields], split_size=_split_size(spark), with_metadata=True
         )
+        target = dt._rows_with_metadata(tasks, read_fields).alias(t_alias)
+
+        def tcol(name: str) -> Column:
+            return target[f"`{name}`"]
+
+        def stage(
+            frame: DataFrame, kinds_here: dict[str, Column], with_target: bool
+        ) -> tuple[DataFrame, DataFrame]:
+            """``frame`` with the acting clause of each row (rows none acts on
+            dropped), and the change rows it gives."""
+            clause_expr = None
+            change = None
+            column_values: dict[str, Column] = {}
+            for i, kind, action, cond, assigned in specs:
+                if kind not in kinds_here:
+                    continue
+                hit = kinds_here[kind] if cond is None else kinds_here[kind] & cond
+                clause_expr = (
+                    F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, i)
+                )
+                what = "delete" if action == "delete" else action.split("_")[0]
+                mine = F.col(_CLAUSE) == i
+                change = F.when(mine, F.lit(what)) if change is None else change.when(mine, what)
+                for f in fields:
+                    if action == "delete":
+                        continue
+                    if f.name in assigned:
+                        new = assigned[f.name]
+                    elif action.startswith("insert"):
+                        new = F.lit(None).cast(f.dataType)
+                    else:
+                        continue  # an update keeps the column
+                    old = column_values.get(f.name)
+                    column_values[f.name] = (
+                        F.when(mine, new) if old is None else old.when(mine, new)
+                    )
+            if clause_expr is None or change is None:
+                raise ValueError("a MERGE needs at least one when... clause")
+            staged = frame.select("*", clause_expr.alias(_CLAUSE)).filter(
+                F.col(_CLAUSE).isNotNull()
+            )
+            out_cols = []
+            for f in fields:
+                base = (
+                    tcol(f.name)
+                    if with_target and f.name in needed
+                    else F.lit(None).cast(f.dataType)
+                )
+                v = column_values.get(f.name)
+                out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
+            meta = (
+                [tcol("_file_path"), tcol("_row_index")]
+                if with_target
+                else [F.lit(None).cast("string"), F.lit(None).cast("long")]
+            )
+            rows = staged.select(
+                *out_cols,
+                meta[0].alias("_file_path"),
+                meta[1].alias("_row_index"),
+                change.alias("_change"),
+                F.col(_CLAUSE),
+            )
+            return staged, rows
+
+        condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
+        has_target = tcol("_row_index").isNotNull()
+        has_source = scol(_SOURCE).isNotNull()
+        group_of = {
+            "matched": has_target & has_source,
+            "not_matched": ~has_target & has_source,
+            "not_matched_by_source": has_target & ~has_source,
+        }
+        persisted: list[DataFrame] = []
+        if fast:
+            how = "left_outer" if "not_matched_by_source" in kinds else "inner"
+            joined = target.join(F.broadcast(source), condition, how)
+            if "not_matched" in kinds:
+                joined = joined.persist()  # only matched pairs: used twice
+                persisted.append(joined)
+            staged, rows = stage(
+                joined,
+                {k: v for k, v in group_of.items() if k != "not_matched"},
+                with_target=True,
+            )
+            if "not_matched" in kinds:
+                ids = joined.select(scol(_SOURCE_ID).alias(_MATCHED_ID)).distinct()
+                unmatched = source.join(ids, scol(_SOURCE_ID) == ids[_MATCHED_ID], "left_anti")
+                _, inserts = stage(unmatched, {"not_matched": F.lit(True)}, with_target=False)
+                rows = rows.unionByName(inserts)
+        else:
+            how = {
+                (True, True): "full_outer",
+                (True, False): "right_outer",
+                (False, True): "left_outer",
+                (False, False): "inner",
+            }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
+            joined = target.hint("merge").join(source, condition, how)
+            staged, rows = stage(joined, group_of, with_target=True)
         matched_actions = [c for c in self._clauses if c[0] == "matched"]
         if len(matched_actions) == 1 and matched_actions[0][1:3] == ("delete", None):
             # Several source rows may delete one target row: delete it once.

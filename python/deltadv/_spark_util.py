@@ -3,7 +3,7 @@ imports the other at module level)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,3 +24,11 @@ def _to_arrow_schema(schema: StructType) -> pa.Schema:
     if "timezone" in inspect.signature(convert).parameters:
         return convert(schema, timezone="UTC")
     return convert(schema)
+
+
+def _split_size(spark: Any) -> int:
+    """Spark's own target split size (``spark.sql.files.maxPartitionBytes``)."""
+    try:
+        return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
+    except Exception:  # Spark Connect or an older API: the documented default
+        return DEFAULT_SPLIT_SIZE

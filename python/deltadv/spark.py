@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _to_arrow_schema
+from deltadv._spark_util import _split_size, _to_arrow_schema
 from deltadv.exceptions import (
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -60,14 +60,6 @@ def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
     from deltadv.datasource import register_data_source
 
     register_data_source(spark, filter_pushdown=filter_pushdown)
-
-
-def _split_size(spark: SparkSession) -> int:
-    """Spark's own target split size (``spark.sql.files.maxPartitionBytes``)."""
-    try:
-        return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
-    except Exception:  # Spark Connect or an older API: the documented default
-        return DEFAULT_SPLIT_SIZE
 
 
 def read(

@@ -180,9 +180,9 @@ def test_the_parquet_check_sees_a_writer() -> None:
 
 
 # Spark glue: plain Python over the public API. Private modules of the glue itself
-# (``_spark_util``) are the glue's own; everything else must be public.
-GLUE = ("spark.py", "datasource.py", "_spark_util.py")
-GLUE_OWN = {"deltadv._spark_util"}
+# (``_spark_util``, ``_spark_merge``) are the glue's own; everything else must be public.
+GLUE = ("spark.py", "datasource.py", "_spark_util.py", "_spark_merge.py")
+GLUE_OWN = {"deltadv._spark_util", "deltadv._spark_merge"}
 
 
 def _private_uses(source: str) -> list[str]:

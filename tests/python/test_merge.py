@@ -401,3 +401,46 @@ def test_spark_merge_duplicate_match_names_the_row(delta_spark: Any, tmp_path: P
     assert m["num_target_rows_inserted"] == 1
     assert m["num_target_deletion_vectors_added"] == 0
     assert not deltadv.DeltaTable(path).deletion_vectors()
+
+
+@pytest.mark.parametrize("broadcast", [True, False], ids=["broadcast-source", "sort-merge"])
+def test_spark_merge_all_clause_kinds(delta_spark: Any, tmp_path: Path, broadcast: bool) -> None:
+    """Every kind of clause from Spark, with the source broadcast (the table
+    streamed past it) and with broadcasting off (one sort-merge outer join)."""
+    spark = delta_spark
+    _small(tmp_path)
+    path = str(tmp_path / "t")
+    dt = dspark.DeltaTable.forPath(spark, path)
+    src = spark.createDataFrame([(i, "m") for i in range(5, 15)], "id long, s string")
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "10485760" if broadcast else "-1")
+    try:
+        m = (
+            dt.alias("t")
+            .merge(src.alias("s"), "t.id = s.id")
+            .whenMatchedDelete("s.id = 5")
+            .whenMatchedUpdate(set={"s": "s.s", "n": "t.n + 100"})
+            .whenNotMatchedInsert("s.id < 12", {"id": "s.id", "s": "upper(s.s)", "n": "0"})
+            .execute()
+        )
+        assert m["num_target_rows_matched_deleted"] == 1
+        assert m["num_target_rows_matched_updated"] == 4
+        assert m["num_target_rows_inserted"] == 2
+        m = (
+            dt.alias("t")
+            .merge(src.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll("t.id > 100")
+            .whenNotMatchedBySourceDelete("t.id < 2")
+            .whenNotMatchedBySourceUpdate(set={"n": "-1"})
+            .execute()
+        )
+        assert m["num_target_rows_not_matched_by_source_deleted"] == 2
+        assert m["num_target_rows_not_matched_by_source_updated"] == 3
+    finally:
+        spark.conf.set(key, old)
+    want = {i: ("m", i + 100) for i in range(6, 10)}
+    want |= {i: ("M", 0) for i in (10, 11)}
+    want |= {i: (f"v{i}", -1) for i in (2, 3, 4)}
+    got = {r["id"]: (r["s"], r["n"]) for r in spark.read.format("delta").load(path).collect()}
+    assert got == want
