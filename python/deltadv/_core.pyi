@@ -220,6 +220,7 @@ class RawDeltaTable:
         dv_file_target_size: int = ...,  # 2 MiB
         target_file_size: int = ...,  # 128 MiB
         source_chunk_bytes: int = ...,  # 512 MiB
+        merge_schema: bool = False,
     ) -> dict[str, Any]: ...
     def change_task(
         self,

@@ -553,6 +553,7 @@ class DeltaTable:
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
         target_file_size: int = TARGET_FILE_SIZE,
         source_chunk_bytes: int = SOURCE_CHUNK_BYTES,
+        merge_schema: bool = False,
     ) -> TableMerger:
         """MERGE ``source`` into this table on ``predicate`` (deltalake's builder):
         add clauses with ``when_matched_update(...)``, ``when_not_matched_insert_all()``,
@@ -569,7 +570,11 @@ class DeltaTable:
         that several source rows would change raises
         ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE`` (ValueError)
         naming the key. A table without DVs is refused unless
-        ``allow_copy_on_write``: then the touched files are rewritten.
+        ``allow_copy_on_write``: then the touched files are rewritten. With
+        ``merge_schema`` (deltalake's name; Delta Spark's schema evolution), source
+        columns the table lacks are added to it, in the MERGE's commit, when an
+        ``update_all``/``insert_all`` clause writes them (else they are ignored);
+        not yet on column-mapped tables.
         """
         from deltadv.merge import TableMerger
 
@@ -585,6 +590,7 @@ class DeltaTable:
                 "dv_file_target_size": dv_file_target_size,
                 "target_file_size": target_file_size,
                 "source_chunk_bytes": source_chunk_bytes,
+                "merge_schema": merge_schema,
             },
         )
 
@@ -608,6 +614,7 @@ class DeltaTable:
             options["dv_file_target_size"],
             options["target_file_size"],
             options["source_chunk_bytes"],
+            options["merge_schema"],
         )
 
     def change_task(

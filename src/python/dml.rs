@@ -51,6 +51,7 @@ pub(super) fn merge_spec(
     source_alias: String,
     target_alias: String,
     source_chunk_bytes: usize,
+    schema_evolution: bool,
 ) -> crate::Result<MergeSpec> {
     let clauses = clauses
         .into_iter()
@@ -72,6 +73,7 @@ pub(super) fn merge_spec(
         source_alias,
         clauses,
         source_chunk_bytes,
+        schema_evolution,
     })
 }
 

@@ -435,7 +435,7 @@ impl RawDeltaTable {
     /// MERGE `source` (Arrow data with `__arrow_c_stream__`, streamed) into
     /// the table: `clauses` are (kind, action, condition, assignments) as
     /// in `deltadv.write.merge.MergeClause`'s serde names.
-    #[pyo3(signature = (source, predicate, clauses, source_alias, target_alias, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, source_chunk_bytes=crate::write::merge::DEFAULT_SOURCE_CHUNK_BYTES))]
+    #[pyo3(signature = (source, predicate, clauses, source_alias, target_alias, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, source_chunk_bytes=crate::write::merge::DEFAULT_SOURCE_CHUNK_BYTES, merge_schema=false))]
     #[allow(clippy::too_many_arguments)]
     fn merge<'py>(
         &mut self,
@@ -450,6 +450,7 @@ impl RawDeltaTable {
         dv_file_target_size: usize,
         target_file_size: usize,
         source_chunk_bytes: usize,
+        merge_schema: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = super::dml::options(
             allow_copy_on_write,
@@ -463,6 +464,7 @@ impl RawDeltaTable {
             source_alias,
             target_alias,
             source_chunk_bytes,
+            merge_schema,
         )
         .map_err(to_py)?;
         let reader = super::write::stream_reader(source)?;

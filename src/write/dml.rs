@@ -391,6 +391,9 @@ pub struct DmlOptions {
     /// Files the operation read besides those it changes (for the conflict
     /// checker); `None`: the whole table.
     pub read_files: Option<BTreeSet<String>>,
+    /// New table metadata committed with the changes (MERGE's schema
+    /// evolution: the new files are written in its schema).
+    pub new_metadata: Option<crate::log::actions::Metadata>,
 }
 
 /// What an UPDATE or MERGE did.
@@ -586,7 +589,11 @@ pub(super) async fn commit_changes_since(
             extra: options.extra_metrics.clone(),
             started,
         };
-        let txn = Transaction::new(snapshot, operation.name())?
+        let mut txn = Transaction::new(snapshot, operation.name())?;
+        if let Some(m) = &options.new_metadata {
+            txn = txn.with_metadata(m.clone());
+        }
+        let txn = txn
             .with_parameters(options.parameters.clone())
             .with_max_attempts(options.delete.max_attempts)
             .with_engine_info(options.delete.engine_info.clone());

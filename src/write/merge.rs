@@ -113,6 +113,10 @@ pub struct MergeSpec {
     /// Source bytes held at once (Arrow memory); a larger source is joined
     /// chunk by chunk.
     pub source_chunk_bytes: usize,
+    /// Schema evolution: source columns the table lacks are added to it (as
+    /// nullable columns, in the MERGE's commit) when an `UPDATE SET *` or
+    /// `INSERT *` clause would write them; otherwise they are ignored.
+    pub schema_evolution: bool,
 }
 
 /// Default [`MergeSpec::source_chunk_bytes`]: 512 MiB.
@@ -127,6 +131,7 @@ impl MergeSpec {
             source_alias: "source".into(),
             clauses: Vec::new(),
             source_chunk_bytes: DEFAULT_SOURCE_CHUNK_BYTES,
+            schema_evolution: false,
         }
     }
 }
@@ -557,10 +562,13 @@ fn bind_value(rel: &Relation, e: &Expr, text: String) -> Result<ValueExpr> {
 }
 
 impl Plan {
+    /// `table` is the schema written (the snapshot's, or evolved with new
+    /// source columns); `table_fields` its Arrow fields.
     fn new(
         snapshot: &Snapshot,
         spec: &MergeSpec,
         source: &StructType,
+        table: &StructType,
         table_fields: Fields,
     ) -> Result<Plan> {
         let schema = snapshot.schema();
@@ -628,18 +636,17 @@ impl Plan {
             table_fields,
             dedupe: false,
         };
-        plan.compile_clauses(spec, snapshot)?;
+        plan.compile_clauses(spec, table)?;
         Ok(plan)
     }
 
-    fn compile_clauses(&mut self, spec: &MergeSpec, snapshot: &Snapshot) -> Result<()> {
+    fn compile_clauses(&mut self, spec: &MergeSpec, table: &StructType) -> Result<()> {
         if spec.clauses.is_empty() {
             return Err(invalid(
                 "MERGE needs at least one WHEN clause (when_matched_update, \
                  when_not_matched_insert, …)",
             ));
         }
-        let table = snapshot.schema();
         for (i, c) in spec.clauses.iter().enumerate() {
             let clause = self.compile(c, table)?;
             let group = match c.kind {
@@ -752,8 +759,10 @@ impl Plan {
                         "UPDATE SET * / INSERT * take no assignments (use update/insert)",
                     ));
                 }
-                rel.target_names
+                table
+                    .fields
                     .iter()
+                    .map(|f| &f.name)
                     .filter_map(|t| {
                         rel.source_names.iter().find(|s| eq_ci(s, t)).map(|s| {
                             let path = vec![rel.source_alias.clone(), s.clone()];
@@ -1513,23 +1522,47 @@ pub async fn merge<R: RecordBatchReader>(
         .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
         .cloned()
         .collect();
-    let plan = Arc::new(Plan::new(snapshot, spec, &shape.delta, table_fields)?);
+    let evolved = evolve(snapshot, spec, &shape.delta)?;
+    let (table, table_fields) = match &evolved {
+        None => (snapshot.schema().clone(), table_fields),
+        Some((schema, _)) => {
+            let mut fields: Vec<Field> = table_fields.iter().map(|f| f.as_ref().clone()).collect();
+            for f in schema.fields.iter().skip(fields.len()) {
+                let dt = to_arrow_type(&f.data_type, ColumnMappingMode::None, false)?;
+                fields.push(Field::new(&f.name, dt, true));
+            }
+            (schema.clone(), Fields::from(fields))
+        }
+    };
+    let plan = Arc::new(Plan::new(
+        snapshot,
+        spec,
+        &shape.delta,
+        &table,
+        table_fields,
+    )?);
     // Read only the columns the MERGE needs (e.g. just the key for an upsert
     // whose UPDATE SET * assigns every column).
     let needed = plan.target_columns();
     scan_spec.columns = Some(
-        plan.table_fields
+        snapshot
+            .schema()
+            .fields
             .iter()
-            .map(|f| f.name().clone())
+            .map(|f| f.name.clone())
             .filter(|n| needed.contains(n))
             .collect(),
     );
     let store = snapshot.store().clone();
     let live = delete::live_files(snapshot)?;
     let targets: Vec<crate::log::actions::Add> = live.values().map(|f| f.add.clone()).collect();
+    let layout = match &evolved {
+        None => TableLayout::of_snapshot(snapshot),
+        Some((_, metadata)) => TableLayout::of(snapshot.protocol(), metadata)?,
+    };
     let mut writer = ChangeWriter::try_new(
         store.clone(),
-        TableLayout::of_snapshot(snapshot),
+        layout,
         targets,
         dvs,
         options.delete.clone(),
@@ -1568,6 +1601,7 @@ pub async fn merge<R: RecordBatchReader>(
         |d: Duration| Value::String(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string());
     let s = |v: u64| Value::String(v.to_string());
     let mut options = options.clone();
+    options.new_metadata = evolved.map(|(_, m)| m);
     let c = stats.counts;
     let extra = [
         ("numSourceRows", s(chunks.rows)),
@@ -1619,6 +1653,55 @@ pub async fn merge<R: RecordBatchReader>(
         started,
     )
     .await
+}
+
+/// With schema evolution, the table's schema and metadata with the source
+/// columns it lacks appended (nullable), when an `UPDATE SET *` or
+/// `INSERT *` clause writes them; None when nothing changes.
+fn evolve(
+    snapshot: &Snapshot,
+    spec: &MergeSpec,
+    source: &StructType,
+) -> Result<Option<(StructType, crate::log::actions::Metadata)>> {
+    let star = spec
+        .clauses
+        .iter()
+        .any(|c| matches!(c.action, ClauseAction::UpdateAll | ClauseAction::InsertAll));
+    if !spec.schema_evolution || !star {
+        return Ok(None);
+    }
+    let table = snapshot.schema();
+    let new: Vec<StructField> = source
+        .fields
+        .iter()
+        .filter(|f| table.field_ignore_case(&f.name).is_none())
+        .map(|f| StructField {
+            nullable: true,
+            ..f.clone()
+        })
+        .collect();
+    if new.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<String> = new.iter().map(|f| f.name.clone()).collect();
+    if snapshot.column_mapping() != ColumnMappingMode::None {
+        return Err(Error::Unsupported(format!(
+            "MERGE schema evolution on a column-mapped table (new columns {}): not supported \
+             yet; add the columns with Delta Spark (ALTER TABLE ADD COLUMNS) first",
+            names.join(", ")
+        )));
+    }
+    let evolved = StructType::new(table.fields.iter().cloned().chain(new).collect());
+    if evolved.has_timestamp_ntz() && !table.has_timestamp_ntz() {
+        return Err(Error::Unsupported(format!(
+            "MERGE schema evolution would add a timestamp_ntz column ({}), which needs the \
+             timestampNtz table feature: add the column with Delta Spark first",
+            names.join(", ")
+        )));
+    }
+    let mut metadata = snapshot.metadata().clone();
+    metadata.schema_string = evolved.to_schema_string();
+    Ok(Some((evolved, metadata)))
 }
 
 #[derive(Default)]

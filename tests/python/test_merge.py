@@ -444,3 +444,33 @@ def test_spark_merge_all_clause_kinds(delta_spark: Any, tmp_path: Path, broadcas
     want |= {i: (f"v{i}", -1) for i in (2, 3, 4)}
     got = {r["id"]: (r["s"], r["n"]) for r in spark.read.format("delta").load(path).collect()}
     assert got == want
+
+
+def test_merge_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
+    table = _small(tmp_path)
+    path = str(tmp_path / "t")
+    src = pa.table(
+        {
+            "id": pa.array([1, 20], pa.int64()),
+            "s": ["one", "twenty"],
+            "extra": pa.array([1.5, 2.5], pa.float64()),
+        }
+    )
+    # without schema evolution, a new source column is ignored
+    table.merge(src, "t.id = s.id", "s", "t").when_matched_update_all().execute()
+    assert table.schema().names == ["id", "s", "n"]
+    # with it, the column is added in the MERGE's own commit
+    m = (
+        table.merge(src, "t.id = s.id", "s", "t", merge_schema=True)
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert m["version"] == 2 and table.schema().names == ["id", "s", "n", "extra"]
+    want = {i: (f"v{i}", i, None) for i in range(10)}
+    want[1] = ("one", 1, 1.5)
+    want[20] = ("twenty", None, 2.5)
+    rows = delta_spark.read.format("delta").load(path).collect()
+    assert {r["id"]: (r["s"], r["n"], r["extra"]) for r in rows} == want
+    got = table.to_pyarrow_table().to_pylist()
+    assert {r["id"]: (r["s"], r["n"], r["extra"]) for r in got} == want
