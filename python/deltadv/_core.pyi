@@ -229,6 +229,7 @@ class RawDeltaTable:
         inline_threshold: int = 0,
         dv_file_target_size: int = ...,  # 2 MiB
         target_file_size: int = ...,  # 128 MiB
+        new_columns: bytes | None = None,
     ) -> str: ...
     def commit_changes(
         self,
@@ -239,6 +240,7 @@ class RawDeltaTable:
         read_files: list[str] | None = None,
         allow_copy_on_write: bool = False,
         inline_threshold: int = 0,
+        new_columns: bytes | None = None,
     ) -> dict[str, Any]: ...
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...

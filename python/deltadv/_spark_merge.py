@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltadv._spark_util import _split_size
+from deltadv._spark_util import _split_size, _to_arrow_schema
 from deltadv.table import ChangeTask
 
 if TYPE_CHECKING:
@@ -107,6 +107,13 @@ class DeltaMergeBuilder:
         self._condition = condition
         self._options = options
         self._clauses: list[_Clause] = []
+        self._evolve = False
+
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        """Add source columns the table lacks (nullable, in the MERGE's commit)
+        when a ``whenMatchedUpdateAll`` / ``whenNotMatchedInsertAll`` writes them."""
+        self._evolve = True
+        return self
 
     def _add(
         self,
@@ -183,6 +190,7 @@ class DeltaMergeBuilder:
         ``version``. Nothing is committed when no clause acts on any row."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.types import StructField
 
         started = _now_ms()
         self._check_clauses()
@@ -191,9 +199,19 @@ class DeltaMergeBuilder:
         table.update_incremental()
         spark = dt._spark
         options = self._options
-        fields = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields
-        by_name = {f.name.lower(): f for f in fields}
+        fields = list(from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields)
+        table_names = {f.name for f in fields}
         kinds = {c[0] for c in self._clauses}
+        new_columns = None
+        if self._evolve and any(c[1] in ("update_all", "insert_all") for c in self._clauses):
+            # Schema evolution: the source's columns the table lacks are written
+            # (and added to the schema by the commit).
+            lower = {f.name.lower() for f in fields}
+            fresh = [f for f in self._source.schema.fields if f.name.lower() not in lower]
+            if fresh:
+                fields += [StructField(f.name, f.dataType, True) for f in fresh]
+                new_columns = _to_arrow_schema(self._source.schema)
+        by_name = {f.name.lower(): f for f in fields}
         t_alias = self._target_alias or "target"
         s_alias = _alias_of(self._source)
         size = _estimated_bytes(self._source)
@@ -272,7 +290,8 @@ class DeltaMergeBuilder:
         for _, _kind, action, _, assigned in specs:
             if action in ("update", "update_all"):
                 needed |= {f.name for f in fields if f.name not in assigned}
-        read_fields = [f for f in fields if f.name in needed]
+        read_fields = [f for f in fields if f.name in needed and f.name in table_names]
+        readable = {f.name for f in read_fields}
         tasks = table.scan_tasks(
             [f.name for f in read_fields], split_size=_split_size(spark), with_metadata=True
         )
@@ -321,7 +340,7 @@ class DeltaMergeBuilder:
             for f in fields:
                 base = (
                     tcol(f.name)
-                    if with_target and f.name in needed
+                    if with_target and f.name in readable
                     else F.lit(None).cast(f.dataType)
                 )
                 v = column_values.get(f.name)
@@ -388,6 +407,7 @@ class DeltaMergeBuilder:
             inline_threshold=options["inline_threshold"],
             dv_file_target_size=options["dv_file_target_size"],
             target_file_size=options["target_file_size"],
+            new_columns=new_columns,
         )
         parts = max(1, spark.sparkContext.defaultParallelism * 2)
         key = F.coalesce(
@@ -450,6 +470,7 @@ class DeltaMergeBuilder:
             # writer's new file must conflict. Otherwise the files read.
             read_files=None if kinds & {"not_matched", "not_matched_by_source"} else files,
             inline_threshold=options["inline_threshold"],
+            new_columns=new_columns,
         )
 
     def _duplicate_error(self, staged: DataFrame, target: DataFrame, matched: Column) -> ValueError:

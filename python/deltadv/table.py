@@ -625,17 +625,21 @@ class DeltaTable:
         inline_threshold: int = 0,
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
         target_file_size: int = TARGET_FILE_SIZE,
+        new_columns: pa.Schema | None = None,
     ) -> ChangeTask:
         """A :class:`ChangeTask` whose change stream may replace rows of the live
         data files ``paths`` (as in :meth:`files`), to write part of an UPDATE or
         MERGE elsewhere (Spark executors). Raises if the table cannot be
-        updated (features, properties, DVs off without ``allow_copy_on_write``)."""
+        updated (features, properties, DVs off without ``allow_copy_on_write``).
+        ``new_columns``: a schema whose columns the table lacks are written too
+        (MERGE schema evolution; pass the same to :meth:`commit_changes`)."""
         task = self._raw.change_task(
             list(paths),
             allow_copy_on_write,
             inline_threshold,
             dv_file_target_size,
             target_file_size,
+            _schema_bytes(new_columns),
         )
         return ChangeTask(self.table_uri, task, self._raw.storage_options)
 
@@ -650,6 +654,7 @@ class DeltaTable:
         read_files: list[str] | None = None,
         allow_copy_on_write: bool = False,
         inline_threshold: int = 0,
+        new_columns: pa.Schema | None = None,
     ) -> dict[str, Any]:
         """Commit what :meth:`ChangeTask.prepare` returned (from any number of
         tasks) as one ``"UPDATE"`` or ``"MERGE"``; ``parameters`` become the
@@ -670,6 +675,7 @@ class DeltaTable:
             None if read_files is None else list(read_files),
             allow_copy_on_write,
             inline_threshold,
+            _schema_bytes(new_columns),
         )
 
     def predicate_is_partition_only(self, predicate: str) -> bool:
@@ -716,6 +722,11 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
+
+
+def _schema_bytes(schema: pa.Schema | None) -> bytes | None:
+    """A schema as Arrow IPC bytes (how the core takes one)."""
+    return None if schema is None else schema.serialize().to_pybytes()
 
 
 def _text(predicate: str | pc.Expression | None) -> str | None:

@@ -77,6 +77,20 @@ pub(super) fn merge_spec(
     })
 }
 
+/// `options` with the table's metadata evolved to hold the columns of the
+/// Arrow schema `source` (IPC bytes) it lacks (MERGE's schema evolution).
+pub(super) fn with_new_columns(
+    snapshot: &Snapshot,
+    mut options: DmlOptions,
+    source: Option<&[u8]>,
+) -> crate::Result<DmlOptions> {
+    if let Some(schema) = super::write::schema_from_ipc(source)? {
+        options.new_metadata =
+            crate::write::merge::evolved_metadata(snapshot, &schema)?.map(|(_, m)| m);
+    }
+    Ok(options)
+}
+
 pub(super) fn change_task(
     snapshot: &Snapshot,
     paths: &[String],

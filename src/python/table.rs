@@ -482,7 +482,9 @@ impl RawDeltaTable {
 
     /// The JSON task with which executors write part of an UPDATE or MERGE
     /// touching rows of the files at `paths`.
-    #[pyo3(signature = (paths, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE))]
+    /// `new_columns`: an Arrow schema (IPC bytes) whose columns the table
+    /// lacks are added (MERGE schema evolution): the task writes them.
+    #[pyo3(signature = (paths, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, new_columns=None))]
     fn change_task(
         &self,
         paths: Vec<String>,
@@ -490,6 +492,7 @@ impl RawDeltaTable {
         inline_threshold: usize,
         dv_file_target_size: usize,
         target_file_size: usize,
+        new_columns: Option<&[u8]>,
     ) -> PyResult<String> {
         let options = super::dml::options(
             allow_copy_on_write,
@@ -497,12 +500,14 @@ impl RawDeltaTable {
             dv_file_target_size,
             target_file_size,
         );
+        let options =
+            super::dml::with_new_columns(&self.snapshot, options, new_columns).map_err(to_py)?;
         super::dml::change_task(&self.snapshot, &paths, &options).map_err(to_py)
     }
 
     /// Commit what `prepare_changes` calls wrote (their JSON results) as one
     /// UPDATE or MERGE (`operation`); the metrics, and the table reloaded.
-    #[pyo3(signature = (operation, prepared, parameters=None, extra_metrics=None, read_files=None, allow_copy_on_write=false, inline_threshold=0))]
+    #[pyo3(signature = (operation, prepared, parameters=None, extra_metrics=None, read_files=None, allow_copy_on_write=false, inline_threshold=0, new_columns=None))]
     #[allow(clippy::too_many_arguments)]
     fn commit_changes<'py>(
         &mut self,
@@ -514,13 +519,16 @@ impl RawDeltaTable {
         read_files: Option<Vec<String>>,
         allow_copy_on_write: bool,
         inline_threshold: usize,
+        new_columns: Option<&[u8]>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let mut options = super::dml::options(
+        let options = super::dml::options(
             allow_copy_on_write,
             inline_threshold,
             crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE,
             crate::write::data::DEFAULT_TARGET_FILE_SIZE,
         );
+        let mut options =
+            super::dml::with_new_columns(&self.snapshot, options, new_columns).map_err(to_py)?;
         options.read_files = read_files.map(|f| f.into_iter().collect());
         let snapshot = self.snapshot.clone();
         let metrics = py

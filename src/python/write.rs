@@ -41,7 +41,7 @@ pub(super) fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStre
         .map_err(|e| PyValueError::new_err(format!("invalid Arrow stream: {e}")))
 }
 
-fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option<StructType>> {
+pub(super) fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option<StructType>> {
     schema_ipc
         .map(|bytes| {
             let arrow = arrow_ipc::convert::try_schema_from_ipc_buffer(bytes)

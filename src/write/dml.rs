@@ -296,7 +296,10 @@ impl ChangeTask {
             .collect::<Result<_>>()?;
         Ok(ChangeTask {
             protocol: snapshot.protocol().clone(),
-            metadata: snapshot.metadata().clone(),
+            metadata: options
+                .new_metadata
+                .clone()
+                .unwrap_or_else(|| snapshot.metadata().clone()),
             targets,
             dvs,
             inline_threshold: options.delete.inline_threshold,

@@ -1670,6 +1670,17 @@ fn evolve(
     if !spec.schema_evolution || !star {
         return Ok(None);
     }
+    evolved_metadata(snapshot, source)
+}
+
+/// The table's schema and metadata with the columns of `source` it lacks
+/// appended (nullable); None when it has them all. Refused on column-mapped
+/// tables and for a new `timestamp_ntz` column (both need more than a schema
+/// change).
+pub fn evolved_metadata(
+    snapshot: &Snapshot,
+    source: &StructType,
+) -> Result<Option<(StructType, crate::log::actions::Metadata)>> {
     let table = snapshot.schema();
     let new: Vec<StructField> = source
         .fields

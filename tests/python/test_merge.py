@@ -474,3 +474,29 @@ def test_merge_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
     assert {r["id"]: (r["s"], r["n"], r["extra"]) for r in rows} == want
     got = table.to_pyarrow_table().to_pylist()
     assert {r["id"]: (r["s"], r["n"], r["extra"]) for r in got} == want
+
+
+def test_spark_merge_with_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
+    spark = delta_spark
+    _small(tmp_path)
+    path = str(tmp_path / "t")
+    src = spark.createDataFrame(
+        [(2, "two", "x"), (30, "thirty", "y")], "id long, s string, tag string"
+    )
+    dt = dspark.DeltaTable.forPath(spark, path)
+    m = (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .withSchemaEvolution()
+        .execute()
+    )
+    assert m["num_target_rows_updated"] == 1 and m["num_target_rows_inserted"] == 1
+    df = spark.read.format("delta").load(path)
+    assert df.columns == ["id", "s", "n", "tag"]
+    got = {r["id"]: (r["s"], r["n"], r["tag"]) for r in df.collect()}
+    want = {i: (f"v{i}", i, None) for i in range(10)}
+    want[2] = ("two", 2, "x")
+    want[30] = ("thirty", None, "y")
+    assert got == want
