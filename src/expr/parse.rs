@@ -414,11 +414,14 @@ impl Mapper<'_> {
                 ]);
                 Ok(if *negated { Expr::Not(Box::new(e)) } else { e })
             }
-            SqlExpr::Identifier(_)
-            | SqlExpr::CompoundIdentifier(_)
-            | SqlExpr::Value(_)
-            | SqlExpr::TypedString(_)
-            | SqlExpr::Case { .. } => Err(self.refuse(
+            // A bare column is the condition `column = TRUE` (Spark's reading of
+            // a boolean column; other types fail when bound).
+            SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) => Ok(Expr::Cmp {
+                op: Op::Eq,
+                left: Box::new(self.value(e, depth)?),
+                right: Box::new(Expr::Literal(Literal::Bool(true))),
+            }),
+            SqlExpr::Value(_) | SqlExpr::TypedString(_) | SqlExpr::Case { .. } => Err(self.refuse(
                 e,
                 "a value where a predicate is expected (compare it: `flag = TRUE`)",
             )),
@@ -786,6 +789,19 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_column_is_compared_with_true() {
+        let e = parse("flag AND NOT s.del").unwrap_or_else(|e| panic!("{e}"));
+        let is_true = |path: &[&str]| Expr::cmp(path, Op::Eq, Literal::Bool(true));
+        assert_eq!(
+            e,
+            Expr::And(vec![
+                is_true(&["flag"]),
+                Expr::Not(Box::new(is_true(&["s", "del"])))
+            ])
+        );
+    }
+
+    #[test]
     fn errors_name_the_construct_and_position() {
         let cases = [
             ("", "at character 0: empty predicate"),
@@ -813,10 +829,7 @@ mod tests {
             ("id IS TRUE", "IS [NOT] TRUE/FALSE/UNKNOWN is not supported"),
             ("x = CAST('abc' AS DOUBLE)", "invalid double \"abc\""),
             ("b = X'abc'", "invalid hex literal"),
-            (
-                "id",
-                "at character 0: a value where a predicate is expected",
-            ),
+            ("1", "at character 0: a value where a predicate is expected"),
             ("id + 1", "a value where a predicate is expected"),
             (
                 "t = TIMESTAMP WITH TIME ZONE '2024-01-01'",
