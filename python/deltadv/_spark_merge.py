@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltadv._spark_util import _split_size, _to_arrow_schema
-from deltadv.table import ChangeTask
+from deltadv.table import ChangeTask, ScanTask
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltadv.spark import DeltaTable
 
@@ -36,6 +36,7 @@ _CLAUSE = "__deltadv_clause"
 _SOURCE = "__deltadv_source"
 _SOURCE_ID = "__deltadv_source_id"
 _MATCHED_ID = "__deltadv_matched_id"
+_FILE_ID = "__deltadv_file_id"
 
 #: (kind, action, condition, assignments); kinds and actions as the Rust core names them.
 _Clause = tuple[str, str, "str | Column | None", "Mapping[str, str | Column] | None"]
@@ -54,6 +55,44 @@ def _alias_of(df: DataFrame) -> str | None:
 
 def _text(c: str | Column | None) -> str | None:
     return None if c is None else c if isinstance(c, str) else str(c)
+
+
+def _target_rows(
+    spark: SparkSession, tasks: list[ScanTask], paths: list[str], fields: list[Any]
+) -> DataFrame:
+    """The rows of ``tasks`` (the table's ``fields``) read on the executors, with
+    ``_row_index`` and the number of their file in ``paths`` (``_FILE_ID``)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    schema = StructType(
+        [*fields, StructField("_row_index", LongType()), StructField(_FILE_ID, IntegerType())]
+    )
+    if not tasks:
+        return spark.createDataFrame([], schema)
+    index = {p: i for i, p in enumerate(paths)}
+    rows = [(t.json, index[json.loads(t.json)["path"]]) for t in tasks]
+    task_df = spark.createDataFrame(rows, "task string, file int")
+    options = tasks[0].storage_options
+    arrow = tasks[0].schema()
+    keep = [n for n in arrow.names if n != "_file_path"]
+    schema = from_arrow_schema(
+        pa.schema([arrow.field(n) for n in keep] + [pa.field(_FILE_ID, pa.int32())]),
+        prefer_timestamp_ntz=True,
+    )
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task, file in zip(
+                batch.column("task").to_pylist(), batch.column("file").to_pylist(), strict=True
+            ):
+                for b in ScanTask(task, options).read():
+                    ids = pa.repeat(pa.scalar(file, pa.int32()), b.num_rows)
+                    yield pa.RecordBatch.from_arrays(
+                        [*b.select(keep).columns, ids], names=[*keep, _FILE_ID]
+                    )
+
+    return task_df.repartition(len(tasks)).mapInArrow(read, schema)
 
 
 def _counting_writer(
@@ -295,7 +334,8 @@ class DeltaMergeBuilder:
         tasks = table.scan_tasks(
             [f.name for f in read_fields], split_size=_split_size(spark), with_metadata=True
         )
-        target = dt._rows_with_metadata(tasks, read_fields).alias(t_alias)
+        paths = sorted({json.loads(t.json)["path"] for t in tasks})
+        target = _target_rows(spark, tasks, paths, read_fields).alias(t_alias)
 
         def tcol(name: str) -> Column:
             return target[f"`{name}`"]
@@ -346,13 +386,13 @@ class DeltaMergeBuilder:
                 v = column_values.get(f.name)
                 out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
             meta = (
-                [tcol("_file_path"), tcol("_row_index")]
+                [tcol(_FILE_ID), tcol("_row_index")]
                 if with_target
-                else [F.lit(None).cast("string"), F.lit(None).cast("long")]
+                else [F.lit(None).cast("int"), F.lit(None).cast("long")]
             )
             rows = staged.select(
                 *out_cols,
-                meta[0].alias("_file_path"),
+                meta[0].alias(_FILE_ID),
                 meta[1].alias("_row_index"),
                 change.alias("_change"),
                 F.col(_CLAUSE),
@@ -398,10 +438,16 @@ class DeltaMergeBuilder:
             # Several source rows may delete one target row: delete it once.
             rows = rows.filter(F.col("_row_index").isNull()).unionByName(
                 rows.filter(F.col("_row_index").isNotNull()).dropDuplicates(
-                    ["_file_path", "_row_index"]
+                    [_FILE_ID, "_row_index"]
                 )
             )
-        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        # Rows carry a file number, not the path (10M copies of a path cost
+        # more than the join): the paths are joined back on the changed rows.
+        path_df = spark.createDataFrame(
+            list(enumerate(paths)), f"{_FILE_ID} int, _file_path string"
+        )
+        rows = rows.join(F.broadcast(path_df), _FILE_ID, "left").drop(_FILE_ID)
+        files = paths
         change_task = table.change_task(
             files,
             inline_threshold=options["inline_threshold"],
@@ -426,7 +472,7 @@ class DeltaMergeBuilder:
             )
         except Exception as e:
             if DUPLICATE_ERROR in str(e):
-                raise self._duplicate_error(staged, target, group_of["matched"]) from None
+                raise self._duplicate_error(staged, target, group_of["matched"], paths) from None
             raise
         job_ms = _now_ms() - job_started
         # The writing tasks run in parallel: the longest is the write phase's
@@ -473,14 +519,16 @@ class DeltaMergeBuilder:
             new_columns=new_columns,
         )
 
-    def _duplicate_error(self, staged: DataFrame, target: DataFrame, matched: Column) -> ValueError:
+    def _duplicate_error(
+        self, staged: DataFrame, target: DataFrame, matched: Column, paths: list[str]
+    ) -> ValueError:
         """The duplicate-match error, naming a target row (its values) that
         several source rows would change."""
         from pyspark.sql import functions as F
 
         dup = (
             staged.filter(matched)
-            .groupBy(target["_file_path"], target["_row_index"])
+            .groupBy(target[_FILE_ID], target["_row_index"])
             .count()
             .filter(F.col("count") > 1)
             .limit(1)
@@ -488,12 +536,13 @@ class DeltaMergeBuilder:
         )
         detail = ""
         if dup:
-            path, index = dup[0][0], dup[0][1]
+            file_id, index = dup[0][0], dup[0][1]
+            path = paths[file_id]
             row = (
                 staged.filter(matched)
-                .filter((target["_file_path"] == path) & (target["_row_index"] == index))
+                .filter((target[_FILE_ID] == file_id) & (target["_row_index"] == index))
                 .select(target["*"])
-                .drop("_file_path", "_row_index")
+                .drop(_FILE_ID, "_row_index")
                 .first()
             )
             if row is not None:
