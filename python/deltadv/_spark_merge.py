@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltadv._spark_util import _split_size, _to_arrow_schema
 from deltadv.table import ChangeTask, ScanTask
@@ -57,11 +58,58 @@ def _text(c: str | Column | None) -> str | None:
     return None if c is None else c if isinstance(c, str) else str(c)
 
 
+def _key_values(joined: DataFrame, source: DataFrame, readable: set[str]) -> dict[str, Any]:
+    """For the equalities ``target.col = source.col`` among the top-level ANDs of
+    the analyzed join condition: target column -> the distinct source values
+    (collected; the source is small). Empty when there are none, or on Spark
+    Connect (no JVM plan to read)."""
+    try:
+        plan = joined._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() != "Join" or plan.condition().isEmpty():
+            return {}
+        left = plan.left().output()
+        target_ids = {left.apply(i).exprId().id() for i in range(left.size())}
+        pairs: list[tuple[str, str]] = []
+        todo = [plan.condition().get()]
+        while todo:
+            e = todo.pop()
+            kind = e.getClass().getSimpleName()
+            if kind == "And":
+                todo += [e.left(), e.right()]
+                continue
+            if kind != "EqualTo":
+                continue
+            sides = []
+            for side in (e.left(), e.right()):
+                while side.getClass().getSimpleName() == "Cast":
+                    side = side.child()
+                if side.getClass().getSimpleName() != "AttributeReference":
+                    break
+                sides.append((side.exprId().id() in target_ids, str(side.name())))
+            if len(sides) == 2 and sides[0][0] != sides[1][0]:
+                t, src = (sides[0][1], sides[1][1]) if sides[0][0] else (sides[1][1], sides[0][1])
+                if t in readable:
+                    pairs.append((t, src))
+    except Exception:  # Spark Connect, or a plan shape not recognized: no pushdown
+        return {}
+    out: dict[str, Any] = {}
+    for t, src in pairs:
+        values = [r[0] for r in source.select(source[f"`{src}`"]).distinct().collect()]
+        out[t] = [v for v in values if v is not None]
+    return out
+
+
 def _target_rows(
-    spark: SparkSession, tasks: list[ScanTask], paths: list[str], fields: list[Any]
+    spark: SparkSession,
+    tasks: list[ScanTask],
+    paths: list[str],
+    fields: list[Any],
+    keys: dict[str, Any] | None = None,
 ) -> DataFrame:
     """The rows of ``tasks`` (the table's ``fields``) read on the executors, with
-    ``_row_index`` and the number of their file in ``paths`` (``_FILE_ID``)."""
+    ``_row_index`` and the number of their file in ``paths`` (``_FILE_ID``);
+    with ``keys`` (column -> values), only rows whose columns hold one of the
+    values."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
@@ -81,12 +129,27 @@ def _target_rows(
         prefer_timestamp_ntz=True,
     )
 
+    wanted: dict[str, pa.Array] = {}
+    for column, values in (keys or {}).items():
+        try:
+            wanted[column] = pa.array(values).cast(arrow.field(column).type)
+        except (pa.ArrowException, KeyError):
+            continue  # values that do not convert exactly: this key does not filter
+
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for task, file in zip(
                 batch.column("task").to_pylist(), batch.column("file").to_pylist(), strict=True
             ):
                 for b in ScanTask(task, options).read():
+                    if wanted:
+                        mask = None
+                        for column, values in wanted.items():
+                            hit = pc.is_in(b.column(column), value_set=values)
+                            mask = hit if mask is None else pc.and_(mask, hit)
+                        b = b.filter(mask)
+                        if b.num_rows == 0:
+                            continue
                     ids = pa.repeat(pa.scalar(file, pa.int32()), b.num_rows)
                     yield pa.RecordBatch.from_arrays(
                         [*b.select(keep).columns, ids], names=[*keep, _FILE_ID]
@@ -411,6 +474,13 @@ class DeltaMergeBuilder:
         if fast:
             how = "left_outer" if "not_matched_by_source" in kinds else "inner"
             joined = target.join(F.broadcast(source), condition, how)
+            if how == "inner":
+                # Only target rows whose join keys occur in the (small) source can
+                # match: the readers drop the others before Spark sees them.
+                keys = _key_values(joined, source, {f.name for f in read_fields})
+                if keys:
+                    target = _target_rows(spark, tasks, paths, read_fields, keys).alias(t_alias)
+                    joined = target.join(F.broadcast(source), condition, how)
             if "not_matched" in kinds:
                 joined = joined.persist()  # only matched pairs: used twice
                 persisted.append(joined)
