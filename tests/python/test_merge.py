@@ -14,33 +14,15 @@ import pytest
 
 import deltadv
 from deltadv import spark as dspark
-from deltadv.write import write_table
-
-N = 3000
-
-Row = dict[str, Any]
-
-
-def _model() -> dict[int, Row]:
-    return {i: {"id": i, "part": i % 3, "s": f"v{i}", "n": i} for i in range(N)}
-
-
-def _create(spark: Any, path: str, mapped: bool) -> None:
-    writer = (
-        spark.range(0, N, numPartitions=3)
-        .selectExpr("id", "id % 3 AS part", "concat('v', id) AS s", "id AS n")
-        .write.format("delta")
-        .partitionBy("part")
-        .option("delta.enableDeletionVectors", "true")
-        .option("delta.checkpointInterval", "2")
-    )
-    if mapped:
-        writer = writer.option("delta.columnMapping.mode", "name")
-    writer.save(path)
-
-
-def _rows(rows: list[Row]) -> list[tuple[Any, ...]]:
-    return sorted((r["id"], r["part"], r["s"], r["n"]) for r in rows)
+from tests.python.dml_tables import (
+    N,
+    Row,
+    create_table,
+    initial_model,
+    small_table,
+    sorted_rows,
+    table_files,
+)
 
 
 def _source(rows: list[Row]) -> pa.Table:
@@ -60,15 +42,15 @@ def test_merge_rounds_read_back_by_delta_spark(
 ) -> None:
     spark = delta_spark
     path = str(tmp_path / "t")
-    _create(spark, path, mapped)
-    model = _model()
+    create_table(spark, path, mapped)
+    model = initial_model()
     table = deltadv.DeltaTable(path)
 
     def check(step: str) -> None:
-        want = _rows(list(model.values()))
-        got = _rows([r.asDict() for r in spark.read.format("delta").load(path).collect()])
+        want = sorted_rows(list(model.values()))
+        got = sorted_rows([r.asDict() for r in spark.read.format("delta").load(path).collect()])
         assert got == want, step
-        assert _rows(deltadv.DeltaTable(path).to_pyarrow_table().to_pylist()) == want, step
+        assert sorted_rows(deltadv.DeltaTable(path).to_pyarrow_table().to_pylist()) == want, step
 
     # 1. Python upsert: 200 existing rows updated, 50 new rows inserted
     src = [{"id": i, "part": i % 3, "s": f"u{i}", "n": -i} for i in range(1000, 1200)]
@@ -181,35 +163,8 @@ def test_merge_rounds_read_back_by_delta_spark(
 
     import deltalake
 
-    rows = _rows(pa.table(deltalake.DeltaTable(path).scan().read_all()).to_pylist())
-    assert rows == _rows(list(model.values()))
-
-
-def _small(tmp_path: Path) -> deltadv.DeltaTable:
-    schema = pa.schema(
-        [
-            pa.field("id", pa.int64(), nullable=False),
-            pa.field("s", pa.string()),
-            pa.field("n", pa.int32()),
-        ]
-    )
-    data = pa.table(
-        {
-            "id": pa.array(range(10), pa.int64()),
-            "s": [f"v{i}" for i in range(10)],
-            "n": pa.array(range(10), pa.int32()),
-        },
-        schema=schema,
-    )
-    return write_table(str(tmp_path / "t"), data)
-
-
-def _files(root: Path) -> set[str]:
-    return {
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_file() and "_delta_log" not in p.parts
-    }
+    rows = sorted_rows(pa.table(deltalake.DeltaTable(path).scan().read_all()).to_pylist())
+    assert rows == sorted_rows(list(model.values()))
 
 
 def _state(table: deltadv.DeltaTable) -> dict[int, tuple[Any, Any]]:
@@ -259,9 +214,9 @@ def test_bad_merges_are_clear_errors_and_change_nothing(
     source: pa.Table,
     message: str,
 ) -> None:
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     root = tmp_path / "t"
-    before = _files(root)
+    before = table_files(root)
     merger = table.merge(source, predicate, "s", "t")
     for action, arg in clauses:
         if action == "update_all":
@@ -276,11 +231,11 @@ def test_bad_merges_are_clear_errors_and_change_nothing(
         merger.execute()
     assert table.version() == 0
     assert deltadv.DeltaTable(str(root)).version() == 0
-    assert _files(root) == before, "files written by a failed MERGE must be removed"
+    assert table_files(root) == before, "files written by a failed MERGE must be removed"
 
 
 def test_merge_semantics(tmp_path: Path) -> None:
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     # NULL keys never match; a narrower key type is widened; large strings work
     src = pa.table(
         {
@@ -344,7 +299,7 @@ def test_merge_semantics(tmp_path: Path) -> None:
 def test_merge_sources_polars_pandas(tmp_path: Path) -> None:
     pl = pytest.importorskip("polars")
     pd = pytest.importorskip("pandas")
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     table.merge(
         pl.DataFrame({"id": [1], "s": ["pl"]}), "t.id = s.id", "s", "t"
     ).when_matched_update({"s": "s.s"}).execute()
@@ -360,7 +315,7 @@ def test_merge_sources_polars_pandas(tmp_path: Path) -> None:
 def test_concurrent_merges_on_one_file(tmp_path: Path) -> None:
     """Matched-only MERGEs on the same version: different rows of one file both
     commit (rebased); the same row conflicts and the loser commits nothing."""
-    _small(tmp_path)
+    small_table(tmp_path)
     path = str(tmp_path / "t")
     a, b, c = (deltadv.DeltaTable(path) for _ in range(3))
 
@@ -371,17 +326,17 @@ def test_concurrent_merges_on_one_file(tmp_path: Path) -> None:
     upsert(a, 1, "a")
     m = upsert(b, 2, "b")
     assert m["version"] == 2 and m["rebases"] == 1
-    before = _files(tmp_path / "t")
+    before = table_files(tmp_path / "t")
     with pytest.raises(deltadv.CommitConflictError):
         upsert(c, 1, "c")
     assert deltadv.DeltaTable(path).version() == 2
-    assert _files(tmp_path / "t") == before
+    assert table_files(tmp_path / "t") == before
     got = {i: s for i, (s, _) in _state(deltadv.DeltaTable(path)).items()}
     assert got == {i: {1: "a", 2: "b"}.get(i, f"v{i}") for i in range(10)}
 
 
 def test_spark_merge_duplicate_match_names_the_row(delta_spark: Any, tmp_path: Path) -> None:
-    _small(tmp_path)
+    small_table(tmp_path)
     path = str(tmp_path / "t")
     src = delta_spark.createDataFrame([(4, "x"), (4, "y")], "id long, s string")
     dt = dspark.DeltaTable.forPath(delta_spark, path)
@@ -408,7 +363,7 @@ def test_spark_merge_all_clause_kinds(delta_spark: Any, tmp_path: Path, broadcas
     """Every kind of clause from Spark, with the source broadcast (the table
     streamed past it) and with broadcasting off (one sort-merge outer join)."""
     spark = delta_spark
-    _small(tmp_path)
+    small_table(tmp_path)
     path = str(tmp_path / "t")
     dt = dspark.DeltaTable.forPath(spark, path)
     src = spark.createDataFrame([(i, "m") for i in range(5, 15)], "id long, s string")
@@ -447,7 +402,7 @@ def test_spark_merge_all_clause_kinds(delta_spark: Any, tmp_path: Path, broadcas
 
 
 def test_merge_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     path = str(tmp_path / "t")
     src = pa.table(
         {
@@ -478,7 +433,7 @@ def test_merge_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
 
 def test_spark_merge_with_schema_evolution(delta_spark: Any, tmp_path: Path) -> None:
     spark = delta_spark
-    _small(tmp_path)
+    small_table(tmp_path)
     path = str(tmp_path / "t")
     src = spark.createDataFrame(
         [(2, "two", "x"), (30, "thirty", "y")], "id long, s string, tag string"

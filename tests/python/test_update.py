@@ -18,45 +18,27 @@ import pytest
 import deltadv
 from deltadv import spark as dspark
 from deltadv.write import write_table
-
-N = 3000
-
-Row = dict[str, Any]
-
-
-def _model() -> dict[int, Row]:
-    return {i: {"id": i, "part": i % 3, "s": f"v{i}", "n": i} for i in range(N)}
-
-
-def _create(spark: Any, path: str, mapped: bool) -> None:
-    writer = (
-        spark.range(0, N, numPartitions=3)
-        .selectExpr("id", "id % 3 AS part", "concat('v', id) AS s", "id AS n")
-        .write.format("delta")
-        .partitionBy("part")
-        .option("delta.enableDeletionVectors", "true")
-        .option("delta.checkpointInterval", "2")
-    )
-    if mapped:
-        writer = writer.option("delta.columnMapping.mode", "name")
-    writer.save(path)
-
-
-def _rows(rows: list[Row]) -> list[tuple[Any, ...]]:
-    return sorted((r["id"], r["part"], r["s"], r["n"]) for r in rows)
+from tests.python.dml_tables import (
+    Row,
+    create_table,
+    initial_model,
+    small_table,
+    sorted_rows,
+    table_files,
+)
 
 
 def _delta_spark_rows(spark: Any, path: str) -> list[tuple[Any, ...]]:
     df = spark.read.format("delta").load(path)
-    return _rows([r.asDict() for r in df.collect()])
+    return sorted_rows([r.asDict() for r in df.collect()])
 
 
 def _deltadv_rows(path: str) -> list[tuple[Any, ...]]:
-    return _rows(deltadv.DeltaTable(path).to_pyarrow_table().to_pylist())
+    return sorted_rows(deltadv.DeltaTable(path).to_pyarrow_table().to_pylist())
 
 
 def _expect(model: dict[int, Row]) -> list[tuple[Any, ...]]:
-    return _rows(list(model.values()))
+    return sorted_rows(list(model.values()))
 
 
 @pytest.mark.parametrize("mapped", [False, True], ids=["plain", "column-mapped"])
@@ -67,8 +49,8 @@ def test_update_rounds_read_back_by_delta_spark(
 
     spark = delta_spark
     path = str(tmp_path / "t")
-    _create(spark, path, mapped)
-    model = _model()
+    create_table(spark, path, mapped)
+    model = initial_model()
     table = deltadv.DeltaTable(path)
 
     def check(step: str) -> None:
@@ -141,35 +123,8 @@ def test_update_rounds_read_back_by_delta_spark(
     # deltalake's DV-aware scan agrees (its to_pyarrow_table refuses DV tables)
     import deltalake
 
-    rows = _rows(pa.table(deltalake.DeltaTable(path).scan().read_all()).to_pylist())
+    rows = sorted_rows(pa.table(deltalake.DeltaTable(path).scan().read_all()).to_pylist())
     assert rows == _expect(model)
-
-
-def _small(tmp_path: Path) -> deltadv.DeltaTable:
-    schema = pa.schema(
-        [
-            pa.field("id", pa.int64(), nullable=False),
-            pa.field("s", pa.string()),
-            pa.field("n", pa.int32()),
-        ]
-    )
-    data = pa.table(
-        {
-            "id": pa.array(range(10), pa.int64()),
-            "s": [f"v{i}" for i in range(10)],
-            "n": pa.array(range(10), pa.int32()),
-        },
-        schema=schema,
-    )
-    return write_table(str(tmp_path / "t"), data)
-
-
-def _files(root: Path) -> set[str]:
-    return {
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_file() and "_delta_log" not in p.parts
-    }
 
 
 @pytest.mark.parametrize(
@@ -200,18 +155,18 @@ def _files(root: Path) -> set[str]:
 def test_bad_updates_are_clear_errors_and_change_nothing(
     tmp_path: Path, updates: dict[str, str], predicate: str | None, kind: type, message: str
 ) -> None:
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     root = tmp_path / "t"
-    before = _files(root)
+    before = table_files(root)
     with pytest.raises(kind, match=message.replace("(", r"\(").replace(")", r"\)")):
         table.update(updates, predicate)
     assert table.version() == 0
     assert deltadv.DeltaTable(str(root)).version() == 0
-    assert _files(root) == before, "files written by a failed UPDATE must be removed"
+    assert table_files(root) == before, "files written by a failed UPDATE must be removed"
 
 
 def test_update_values_follow_spark_semantics(tmp_path: Path) -> None:
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     m = table.update(
         {
             "s": "concat(s, ':', CAST(n * 2 AS STRING))",
@@ -232,7 +187,7 @@ def test_concurrent_updates_and_deletes_of_one_file(tmp_path: Path) -> None:
     """Two writers on the same version: different rows of one file both commit
     (the later one rebased onto the earlier one's DV); the same row conflicts and
     the loser commits nothing."""
-    _small(tmp_path)
+    small_table(tmp_path)
     path = str(tmp_path / "t")
     a = deltadv.DeltaTable(path)
     b = deltadv.DeltaTable(path)
@@ -240,11 +195,11 @@ def test_concurrent_updates_and_deletes_of_one_file(tmp_path: Path) -> None:
     a.update({"s": "'a'"}, "id = 1")
     m = b.delete("id = 2")
     assert m["version"] == 2 and m["rebases"] == 1
-    before = _files(tmp_path / "t")
+    before = table_files(tmp_path / "t")
     with pytest.raises(deltadv.CommitConflictError):
         c.update({"s": "'c'"}, "id = 1")
     assert deltadv.DeltaTable(path).version() == 2
-    assert _files(tmp_path / "t") == before, "the loser's data file must be removed"
+    assert table_files(tmp_path / "t") == before, "the loser's data file must be removed"
     got = {r["id"]: r["s"] for r in deltadv.DeltaTable(path).to_pyarrow_table().to_pylist()}
     assert got == {i: ("a" if i == 1 else f"v{i}") for i in range(10) if i != 2}
 
@@ -267,7 +222,7 @@ def test_update_on_a_table_without_dvs(tmp_path: Path) -> None:
 def test_change_task_is_picklable_and_hides_credentials(tmp_path: Path) -> None:
     import pickle
 
-    table = _small(tmp_path)
+    table = small_table(tmp_path)
     task = table.change_task(table.files())
     again = pickle.loads(pickle.dumps(task))
     assert again.task == task.task
