@@ -5,20 +5,12 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use deltadv::io::{block_on, TableStore};
-use deltadv::scan::{read_snapshot, ScanSpec};
-use deltadv::table::snapshot::Snapshot;
 use deltadv::write::dml::DmlOptions;
 use deltadv::write::files::{write_table, WriteOptions};
 use deltadv::write::merge::{merge, ClauseAction, ClauseKind, MergeClause, MergeSpec};
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("g", DataType::Utf8, true),
-    ]))
-}
+use super::update::{files_on_disk, rows, schema, snapshot};
 
 fn batch(ids: &[i64], g: &str) -> RecordBatch {
     RecordBatch::try_new(
@@ -40,29 +32,6 @@ fn table(n: i64) -> (tempfile::TempDir, TableStore) {
         .unwrap()
         .unwrap();
     (dir, store)
-}
-
-fn snapshot(store: &TableStore) -> Snapshot {
-    block_on(Snapshot::load(store.clone(), None))
-        .unwrap()
-        .unwrap()
-}
-
-fn rows(store: &TableStore) -> Vec<(i64, String)> {
-    let s = snapshot(store);
-    let spec = ScanSpec::for_snapshot(&s, None);
-    let mut out = Vec::new();
-    for b in block_on(read_snapshot(&s, &spec)).unwrap().unwrap() {
-        let id = b.column_by_name("id").unwrap();
-        let id = id.as_any().downcast_ref::<Int64Array>().unwrap();
-        let g = b.column_by_name("g").unwrap();
-        let g = g.as_any().downcast_ref::<StringArray>().unwrap();
-        for i in 0..b.num_rows() {
-            out.push((id.value(i), g.value(i).to_string()));
-        }
-    }
-    out.sort();
-    out
 }
 
 fn clause(kind: ClauseKind, action: ClauseAction, condition: Option<&str>) -> MergeClause {
@@ -104,13 +73,12 @@ fn upsert_writes_one_dv_file_and_one_new_file() {
         .collect();
     want.push((20, "new".into()));
     assert_eq!(rows(&store), want);
-    let dv_files = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
+    let dv_files = files_on_disk(dir.path())
+        .iter()
+        .filter(|p| {
+            p.rsplit('/')
+                .next()
                 .unwrap()
-                .file_name()
-                .to_string_lossy()
                 .starts_with("deletion_vector_")
         })
         .count();
@@ -147,10 +115,7 @@ fn not_matched_by_source_runs_once_over_a_chunked_source() {
 #[test]
 fn a_failed_merge_leaves_no_file() {
     let (dir, store) = table(10);
-    let before: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let before = files_on_disk(dir.path());
     let mut spec = MergeSpec::new("target.id = source.id");
     spec.clauses = vec![clause(ClauseKind::Matched, ClauseAction::UpdateAll, None)];
     // Two source rows for target row 3, in one batch
@@ -169,10 +134,6 @@ fn a_failed_merge_leaves_no_file() {
         "{text}"
     );
     assert!(text.contains("target.id = 3"), "{text}");
-    let after: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(before.len(), after.len());
+    assert_eq!(files_on_disk(dir.path()), before);
     assert_eq!(snapshot(&store).version(), 0);
 }

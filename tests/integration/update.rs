@@ -12,7 +12,7 @@ use deltadv::table::snapshot::Snapshot;
 use deltadv::write::dml::{commit_changes, update_where, ChangeTask, DmlOperation, DmlOptions};
 use deltadv::write::files::{write_table, WriteOptions};
 
-fn schema() -> SchemaRef {
+pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("g", DataType::Utf8, true),
@@ -44,14 +44,14 @@ fn table(n: i64) -> (tempfile::TempDir, TableStore) {
     (dir, store)
 }
 
-fn snapshot(store: &TableStore) -> Snapshot {
+pub(super) fn snapshot(store: &TableStore) -> Snapshot {
     block_on(Snapshot::load(store.clone(), None))
         .unwrap()
         .unwrap()
 }
 
 /// (id, g) of every live row, sorted.
-fn rows(store: &TableStore) -> Vec<(i64, String)> {
+pub(super) fn rows(store: &TableStore) -> Vec<(i64, String)> {
     let s = snapshot(store);
     let spec = ScanSpec::for_snapshot(&s, None);
     let mut out = Vec::new();
@@ -68,7 +68,7 @@ fn rows(store: &TableStore) -> Vec<(i64, String)> {
     out
 }
 
-fn files_on_disk(root: &std::path::Path) -> Vec<String> {
+pub(super) fn files_on_disk(root: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(p) = stack.pop() {
