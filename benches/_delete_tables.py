@@ -269,3 +269,8 @@ def fresh_copy(src: Path, dst: Path) -> Path:
 
 def describe_columns(with_bucket: bool) -> str:
     return ", ".join(f"{c} {t}" for c, t, _ in columns(with_bucket))
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: context for the figures)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 import deltadv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _delete_tables import describe_columns, fresh_copy, get_source
+from _delete_tables import describe_columns, fresh_copy, get_source, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20_251_123
@@ -62,11 +62,6 @@ COMMAND = "cd /work/main && .venv/bin/python benches/bench_delete_heatmap.py"
 
 Run = dict[str, Any]
 Cell = tuple[int, int]  # (files touched, rows deleted per file)
-
-
-def load() -> str:
-    """The 1/5/15-minute load averages (the machine is shared: context for the figures)."""
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 # --------------------------------------------------------------------------- engines

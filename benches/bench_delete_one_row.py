@@ -57,7 +57,7 @@ import pyarrow.compute as pc
 import deltadv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _delete_tables import describe_columns, fresh_copy, get_source
+from _delete_tables import describe_columns, fresh_copy, get_source, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20_251_122
@@ -75,11 +75,6 @@ SET = {"salary": "salary + 1"}
 
 def make_session() -> Any:
     return _spark.make_session("deltadv-bench-delete-one-row")
-
-
-def load() -> str:
-    """The 1/5/15-minute load averages (the machine is shared: context for the figures)."""
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 # --------------------------------------------------------------------------- engines

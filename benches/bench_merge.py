@@ -50,20 +50,13 @@ import pyarrow.parquet as pq
 import deltadv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _delete_tables import describe_columns, fresh_copy, get_source
+from _delete_tables import describe_columns, fresh_copy, get_source, load
 
 SEED = 20_261_123
 PARAMS_FILE = "_bench_merge.json"
 COMMAND = "cd /work/main && .venv/bin/python benches/bench_merge.py"
 
 Run = dict[str, Any]
-
-
-def load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
 
 
 def make_merge_source(table: Path, out: Path, rows: int, fraction: float) -> dict[str, Any]:
