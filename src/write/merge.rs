@@ -35,6 +35,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arrow_array::cast::AsArray;
 use arrow_array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchReader,
     StringArray, StructArray, UInt32Array,
@@ -530,6 +531,9 @@ struct Plan {
     rel: Relation,
     keys_target: Vec<ValueExpr>,
     keys_source: Vec<ValueExpr>,
+    /// Per key, the target side as a column of the table (for pruning by
+    /// the source keys' range), when it is a plain column.
+    key_columns: Vec<Option<Expr>>,
     key_types: Vec<ArrowType>,
     residual: Option<Predicate>,
     /// Target-only parts of the condition, bound to the table (pruning).
@@ -578,6 +582,7 @@ impl Plan {
         conjuncts(&condition, &mut parts);
         let (mut keys_target, mut keys_source, mut residual, mut target_only) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut key_columns = Vec::new();
         for part in parts {
             if let Expr::Cmp {
                 op: crate::expr::Op::Eq,
@@ -592,6 +597,8 @@ impl Plan {
                     _ => None,
                 };
                 if let Some((t, s)) = pair {
+                    key_columns
+                        .push(Some(rel.strip_target(t)).filter(|e| matches!(e, Expr::Column(_))));
                     keys_target.push(bind_value(&rel, t, t.to_string())?);
                     keys_source.push(bind_value(&rel, s, s.to_string())?);
                     continue;
@@ -626,6 +633,7 @@ impl Plan {
             rel,
             keys_target,
             keys_source,
+            key_columns,
             key_types,
             residual,
             target_only,
@@ -1041,18 +1049,15 @@ enum Pass {
 }
 
 impl Plan {
-    /// Apply a group of clauses to the rows of `eval` (a relation batch);
-    /// `base` holds the same target rows with their metadata columns (None
-    /// for inserts). Returns the change batches.
-    fn apply(
+    /// Which clause of a group acts on each row of `eval` (a relation
+    /// batch): one mask per clause (disjoint; the first whose condition
+    /// holds), and the rows none acts on.
+    fn clause_masks(
         &self,
         clauses: &[Clause],
-        base: Option<&RecordBatch>,
         eval: &RecordBatch,
-        counts: &mut Counts,
-    ) -> Result<Vec<RecordBatch>> {
-        let n = eval.num_rows();
-        let mut remaining = BooleanArray::from(vec![true; n]);
+    ) -> Result<(Vec<BooleanArray>, BooleanArray)> {
+        let mut remaining = BooleanArray::from(vec![true; eval.num_rows()]);
         let mut masks = Vec::with_capacity(clauses.len());
         for c in clauses {
             if remaining.true_count() == 0 {
@@ -1068,14 +1073,40 @@ impl Plan {
             remaining = arrow_arith::boolean::and_not(&remaining, &m).map_err(arrow_error)?;
             masks.push(m);
         }
+        Ok((masks, remaining))
+    }
+
+    /// Apply a group of clauses to the rows of `eval` (a relation batch);
+    /// `base` holds the same target rows with their metadata columns (None
+    /// for inserts). Returns the change batches.
+    fn apply(
+        &self,
+        clauses: &[Clause],
+        base: Option<&RecordBatch>,
+        eval: &RecordBatch,
+        counts: &mut Counts,
+    ) -> Result<Vec<RecordBatch>> {
+        let (masks, _) = self.clause_masks(clauses, eval)?;
+        self.apply_masks(clauses, &masks, base, eval, counts)
+    }
+
+    /// [`Plan::apply`] with the clauses' masks known.
+    fn apply_masks(
+        &self,
+        clauses: &[Clause],
+        masks: &[BooleanArray],
+        base: Option<&RecordBatch>,
+        eval: &RecordBatch,
+        counts: &mut Counts,
+    ) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for (c, m) in clauses.iter().zip(masks) {
             let k = m.true_count();
             if k == 0 {
                 continue;
             }
-            let rows = filter(eval, &m)?;
-            let base = base.map(|b| filter(b, &m)).transpose()?;
+            let rows = filter(eval, m)?;
+            let base = base.map(|b| filter(b, m)).transpose()?;
             let k64 = k as u64;
             match (c.kind, c.action) {
                 (ClauseKind::Matched, ClauseAction::Delete) => counts.matched_deleted += k64,
@@ -1244,18 +1275,8 @@ impl Plan {
             .ok_or_else(|| Error::Internal("MERGE: scan without _row_index".into()))?
             .clone();
         // Which clause acts on each pair, before any output.
-        let mut probe_counts = Counts::default();
-        let n = j.num_rows();
-        let mut remaining = BooleanArray::from(vec![true; n]);
-        for c in &self.matched {
-            let m = match &c.condition {
-                None => remaining.clone(),
-                Some(p) => arrow_arith::boolean::and(&remaining, &true_only(p.evaluate(j)?))
-                    .map_err(arrow_error)?,
-            };
-            remaining = arrow_arith::boolean::and_not(&remaining, &m).map_err(arrow_error)?;
-        }
-        let mut keep = vec![true; n];
+        let (masks, remaining) = self.clause_masks(&self.matched, j)?;
+        let mut keep = vec![true; j.num_rows()];
         for (i, slot) in keep.iter_mut().enumerate() {
             if remaining.value(i) {
                 continue; // no clause acts: the row stays as it is
@@ -1276,14 +1297,19 @@ impl Plan {
                 )));
             }
         }
-        let (t, j) = if keep.iter().all(|k| *k) {
-            (t.clone(), j.clone())
+        let changes = if keep.iter().all(|k| *k) {
+            self.apply_masks(&self.matched, &masks, Some(t), j, &mut out.counts)?
         } else {
-            let m = BooleanArray::from(keep);
-            (filter(t, &m)?, filter(j, &m)?)
+            // Several source rows deleting one target row: it is deleted once.
+            let keep = BooleanArray::from(keep);
+            let masks = masks
+                .iter()
+                .map(|m| arrow_select::filter::filter(m, &keep).map(|a| a.as_boolean().clone()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(arrow_error)?;
+            let (t, j) = (filter(t, &keep)?, filter(j, &keep)?);
+            self.apply_masks(&self.matched, &masks, Some(&t), &j, &mut out.counts)?
         };
-        let changes = self.apply(&self.matched, Some(&t), &j, &mut probe_counts)?;
-        out.counts.add(&probe_counts);
         out.changes.extend(changes);
         Ok(())
     }
@@ -1451,17 +1477,13 @@ fn key_ranges(plan: &Plan, chunk: &Chunk) -> Result<Vec<Expr>> {
     use crate::expr::Op;
     let rel = plan.rel.batch(None, Some(&chunk.source))?;
     let mut out = Vec::new();
-    for ((t, s), ty) in plan
-        .keys_target
+    for ((column, s), ty) in plan
+        .key_columns
         .iter()
         .zip(&plan.keys_source)
         .zip(&plan.key_types)
     {
-        let Some(column) = crate::expr::parse::parse_value(t.text())
-            .ok()
-            .map(|e| plan.rel.strip_target(&e))
-            .filter(|e| matches!(e, Expr::Column(_)))
-        else {
+        let Some(column) = column.clone() else {
             continue;
         };
         let values = s.evaluate(&rel)?;
