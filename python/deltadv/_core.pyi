@@ -165,6 +165,15 @@ class RawDeltaTable:
     def load_version(self, version: int | None = None) -> None: ...
     def load_timestamp(self, timestamp_ms: int) -> None: ...
     def request_counts(self) -> dict[str, int]: ...
+    def cdf_tasks(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: int | None = None,
+        ending_timestamp: int | None = None,
+        columns: list[str] | None = None,
+        filter: str | None = None,
+    ) -> tuple[ArrowSchema, list[str]]: ...
     def scan_tasks(
         self,
         columns: list[str] | None = None,

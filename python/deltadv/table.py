@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json as _json
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -703,14 +703,76 @@ class DeltaTable:
         if isinstance(version, int):
             self._raw.load_version(version)
             return
-        if isinstance(version, str):
-            version = datetime.fromisoformat(version)
-        if isinstance(version, datetime):
-            if version.tzinfo is None:
-                version = version.replace(tzinfo=timezone.utc)
-            self._raw.load_timestamp(int(version.timestamp() * 1000))
+        if isinstance(version, (str, datetime)):
+            self._raw.load_timestamp(_millis(version))
             return
         raise TypeError(f"version must be an int, datetime or ISO-8601 string, not {version!r}")
+
+    def load_cdf(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: datetime | str | None = None,
+        ending_timestamp: datetime | str | None = None,
+        columns: list[str] | None = None,
+        predicate: str | None = None,
+    ) -> pa.RecordBatchReader:
+        """The Change Data Feed of a version range (both ends included), as Delta
+        Spark's ``table_changes`` and deltalake's ``load_cdf`` give it: every row a
+        commit inserted, deleted or updated, with ``_change_type`` (``insert``,
+        ``delete``, ``update_preimage``, ``update_postimage``), ``_commit_version``
+        and ``_commit_timestamp`` after the table's columns (or ``columns``).
+
+        The range starts at ``starting_version`` (default 0) or at the first commit
+        at or after ``starting_timestamp``, and ends at ``ending_version`` (default,
+        and at most, the latest) or at the last commit at or before
+        ``ending_timestamp`` (``datetime``, naive = UTC, or ISO-8601 text). The
+        table must have had ``delta.enableChangeDataFeed`` on throughout
+        (:class:`~deltadv.DeltaProtocolError` otherwise). ``predicate`` (deltadv's
+        SQL subset over the table's columns) keeps only the rows it matches.
+
+        Commits that wrote change files are read from them; otherwise added files
+        are inserts, removed files deletes, and a file whose deletion vector a commit
+        replaced yields only the rows the new DV deletes (and any it restores),
+        read with a row selection of just those rows. Rows stream file by file.
+        """
+        schema, tasks = self.cdf_tasks(
+            starting_version,
+            ending_version,
+            starting_timestamp,
+            ending_timestamp,
+            columns,
+            predicate,
+        )
+        batches = itertools.chain.from_iterable(t.read() for t in tasks)
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def cdf_tasks(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: datetime | str | None = None,
+        ending_timestamp: datetime | str | None = None,
+        columns: list[str] | None = None,
+        predicate: str | None = None,
+    ) -> tuple[pa.Schema, list[ScanTask]]:
+        """The tasks of :meth:`load_cdf` (picklable; one per changed file, in commit
+        order) and the schema of their rows, for distributed readers (Spark)."""
+        for name, value in (("starting_version", starting_version), ("ending_version", ending_version)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an int, not {value!r}")
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, not {value}")
+        schema, tasks = self._raw.cdf_tasks(
+            starting_version,
+            ending_version,
+            None if starting_timestamp is None else _millis(starting_timestamp),
+            None if ending_timestamp is None else _millis(ending_timestamp),
+            columns,
+            predicate,
+        )
+        options = self._raw.storage_options
+        return pa.schema(schema), [ScanTask(t, options) for t in tasks]
 
     def update_incremental(self) -> None:
         """Reload at the latest version."""
@@ -722,6 +784,18 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
+
+
+def _millis(when: datetime | str) -> int:
+    """A point in time (``datetime``, naive = UTC, or ISO-8601 text) in ms since the epoch."""
+    if isinstance(when, str):
+        when = datetime.fromisoformat(when)
+    if not isinstance(when, datetime):
+        raise TypeError(f"a timestamp must be a datetime or ISO-8601 string, not {when!r}")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    # Exact integer arithmetic: a float product could land 1 ms short.
+    return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)
 
 
 def _schema_bytes(schema: pa.Schema | None) -> bytes | None:

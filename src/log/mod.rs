@@ -1,6 +1,8 @@
 //! The Delta log: actions, which files make up a snapshot, and replay.
 //! Pure logic: takes bytes and listings, returns values; no I/O.
 pub mod actions;
+/// Change Data Feed: the rows each commit changed.
+pub mod cdf;
 pub mod checkpoint;
 pub mod features;
 /// Duration table properties (`interval 1 week`).

@@ -260,6 +260,51 @@ impl RawDeltaTable {
         .map_err(to_py)
     }
 
+    /// Change data feed tasks (JSON strings) of a version range, and the
+    /// schema their rows have: the table's columns, then `_change_type`,
+    /// `_commit_version`, `_commit_timestamp`. Timestamps in ms.
+    #[pyo3(signature = (starting_version=None, ending_version=None, starting_timestamp=None, ending_timestamp=None, columns=None, filter=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn cdf_tasks(
+        &self,
+        py: Python<'_>,
+        starting_version: Option<u64>,
+        ending_version: Option<u64>,
+        starting_timestamp: Option<i64>,
+        ending_timestamp: Option<i64>,
+        columns: Option<Vec<String>>,
+        filter: Option<String>,
+    ) -> PyResult<(ArrowSchema, Vec<String>)> {
+        let options = crate::scan::cdf::ChangeOptions {
+            starting_version,
+            ending_version,
+            starting_timestamp,
+            ending_timestamp,
+            columns,
+            filter: filter.map(crate::expr::Filter::Sql),
+        };
+        py.detach(|| -> crate::Result<_> {
+            let plan = block_on(crate::scan::cdf::plan_changes(
+                &self.store,
+                &self.uri,
+                &self.options,
+                &options,
+            ))??;
+            let tasks = plan
+                .tasks
+                .iter()
+                .map(crate::scan::task::ScanTask::to_json)
+                .collect::<crate::Result<Vec<_>>>()?;
+            Ok((
+                ArrowSchema {
+                    schema: plan.schema,
+                },
+                tasks,
+            ))
+        })
+        .map_err(to_py)
+    }
+
     /// Read every live file (DVs applied) as one Arrow stream; with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).

@@ -6,6 +6,7 @@
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
 
+pub mod cdf;
 pub mod conform;
 pub mod pruning;
 pub mod selection;
@@ -426,6 +427,9 @@ pub enum DeletedRows {
     Load,
     /// Already loaded, e.g. all of a scan's DVs in one coalesced fetch.
     Known(Option<RoaringTreemap>),
+    /// Read only these rows, whatever the file's DV says (the change data
+    /// feed reads the rows a new DV deletes this way).
+    KeepOnly(RoaringTreemap),
 }
 
 /// [`read_file`], with the file's deleted rows possibly already loaded.
@@ -495,15 +499,30 @@ async fn read_file_columns(
     if chosen.is_empty() {
         return Ok(Vec::new());
     }
-    let deleted: Option<RoaringTreemap> = match (deleted, &file.deletion_vector) {
-        (DeletedRows::Known(map), _) => map,
-        (DeletedRows::Load, Some(d)) => Some(dv::load_one(store, d).await?),
-        (DeletedRows::Load, None) => None,
-    };
     let location = store.resolve(&file.path)?;
     let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
     let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
     let row_group_rows = row_group_rows(builder.metadata(), &file.path)?;
+    let deleted: Option<RoaringTreemap> = match (deleted, &file.deletion_vector) {
+        (DeletedRows::Known(map), _) => map,
+        (DeletedRows::KeepOnly(keep), _) => {
+            let total: u64 = row_group_rows.iter().sum();
+            if let Some(max) = keep.max().filter(|m| *m >= total) {
+                return Err(Error::CorruptLog {
+                    file: file.path.clone(),
+                    detail: format!(
+                        "a deletion vector names row {max}, but the file has only {total} rows"
+                    ),
+                });
+            }
+            let mut others = RoaringTreemap::new();
+            others.insert_range(0..total);
+            others -= keep;
+            Some(others)
+        }
+        (DeletedRows::Load, Some(d)) => Some(dv::load_one(store, d).await?),
+        (DeletedRows::Load, None) => None,
+    };
     let plan = selection::plan(&row_group_rows, &chosen, deleted.as_ref(), &file.path)?;
 
     // Physical names of the requested data columns, and where each comes from.

@@ -4,15 +4,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_schema::{DataType, Field, TimeUnit};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Filter, Predicate};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
-use crate::log::schema::{ColumnMappingMode, StructType};
-use crate::scan::{read_file, ScanFile, ScanSpec};
+use crate::log::cdf::{self, ChangedRows};
+use crate::log::schema::{ColumnMappingMode, StructField, StructType};
+use crate::scan::{read_file, read_file_with, DeletedRows, ScanFile, ScanSpec};
+use crate::table::dv;
 use crate::table::snapshot::Snapshot;
 
 /// One unit of scan work, as JSON-able data.
@@ -49,6 +52,40 @@ pub struct ScanTask {
     /// Add the `_row_index` and `_file_path` columns.
     #[serde(default)]
     pub with_metadata: bool,
+    /// A change data feed task: which rows of the file a commit changed;
+    /// the rows come with `_change_type`, `_commit_version` and
+    /// `_commit_timestamp` columns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<TaskChange>,
+}
+
+/// What a change data feed task reads (see [`crate::log::cdf`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskChange {
+    pub rows: ChangedRows,
+    pub commit_version: u64,
+    /// Milliseconds since the epoch.
+    pub commit_timestamp: i64,
+}
+
+impl TaskChange {
+    /// A task reading a `cdc` file, whose rows carry `_change_type`.
+    fn reads_cdc_file(&self) -> bool {
+        self.rows == ChangedRows::CdcFile
+    }
+}
+
+/// The columns a change data feed adds to the table's.
+pub fn change_columns() -> [Field; 3] {
+    [
+        Field::new(cdf::CHANGE_TYPE_COLUMN, DataType::Utf8, true),
+        Field::new(cdf::COMMIT_VERSION_COLUMN, DataType::Int64, true),
+        Field::new(
+            cdf::COMMIT_TIMESTAMP_COLUMN,
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+    ]
 }
 
 impl ScanTask {
@@ -71,8 +108,17 @@ impl ScanTask {
     }
 
     fn spec(&self) -> Result<ScanSpec> {
-        let schema = StructType::parse(&self.schema_string)?;
+        let mut schema = StructType::parse(&self.schema_string)?;
         let column_mapping = ColumnMappingMode::parse(&self.column_mapping)?;
+        let mut columns = self.columns.clone();
+        if self.change.as_ref().is_some_and(TaskChange::reads_cdc_file) {
+            // A cdc file stores `_change_type` beside the table's columns
+            // (never mapped to a physical name).
+            schema.fields.push(StructField::change_type_column());
+            if let Some(c) = columns.as_mut() {
+                c.push(cdf::CHANGE_TYPE_COLUMN.to_string());
+            }
+        }
         let filter = match &self.filter {
             None => None,
             Some(filter) => Some(Arc::new(Predicate::bind(
@@ -91,30 +137,108 @@ impl ScanTask {
             schema,
             partition_columns: self.partition_columns.clone(),
             column_mapping,
-            columns: self.columns.clone(),
+            columns,
             with_metadata_columns: self.with_metadata,
             filter,
             filter_rows: self.filter_rows,
         })
     }
 
-    /// Read this task's rows (DVs applied).
+    /// Read this task's rows (DVs applied; for a change data feed task, the
+    /// rows the commit changed, with the change columns).
     pub async fn read(&self) -> Result<Vec<RecordBatch>> {
         let store = TableStore::open(&self.table_uri, &self.storage_options)?;
-        let file = ScanFile {
+        let mut file = ScanFile {
             path: self.path.clone(),
             size: self.size,
             partition_values: self.partition_values.clone(),
             deletion_vector: self.deletion_vector.clone(),
             row_groups: self.row_groups.clone(),
         };
-        read_file(&store, &self.spec()?, &file).await
+        let spec = self.spec()?;
+        let Some(change) = &self.change else {
+            return read_file(&store, &spec, &file).await;
+        };
+        let deleted = match &change.rows {
+            ChangedRows::CdcFile => {
+                file.deletion_vector = None;
+                DeletedRows::Load
+            }
+            ChangedRows::Live {
+                deletion_vector, ..
+            } => {
+                file.deletion_vector = deletion_vector.clone();
+                DeletedRows::Load
+            }
+            ChangedRows::DvDifference { rows, except, .. } => {
+                let mut keep = dv::load_one(&store, rows).await?;
+                if let Some(except) = except {
+                    keep -= dv::load_one(&store, except).await?;
+                }
+                if keep.is_empty() {
+                    return Ok(Vec::new());
+                }
+                DeletedRows::KeepOnly(keep)
+            }
+        };
+        let schema = self.output_schema()?;
+        let batches = read_file_with(&store, &spec, &file, deleted).await?;
+        batches
+            .into_iter()
+            .map(|b| with_change_columns(b, change, &schema))
+            .collect()
     }
 
     /// The Arrow schema of what [`ScanTask::read`] returns.
     pub fn output_schema(&self) -> Result<arrow_schema::SchemaRef> {
-        self.spec()?.output_schema()
+        // The table's columns as asked for (without a cdc file's stored
+        // `_change_type`, which is one of the change columns).
+        let table = ScanSpec {
+            schema: StructType::parse(&self.schema_string)?,
+            columns: self.columns.clone(),
+            ..self.spec()?
+        };
+        let out = table.output_schema()?;
+        if self.change.is_none() {
+            return Ok(out);
+        }
+        let mut fields: Vec<Field> = out.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.extend(change_columns());
+        Ok(Arc::new(arrow_schema::Schema::new(fields)))
     }
+}
+
+/// `batch` (the table's columns, then `_change_type` for a cdc file) with the
+/// change columns of `change` appended, as `schema`.
+fn with_change_columns(
+    batch: RecordBatch,
+    change: &TaskChange,
+    schema: &arrow_schema::SchemaRef,
+) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let change_type: ArrayRef =
+        match &change.rows {
+            ChangedRows::CdcFile => columns
+                .pop()
+                .ok_or_else(|| Error::Internal("cdc file batch without _change_type".into()))?,
+            ChangedRows::Live { change_type, .. }
+            | ChangedRows::DvDifference { change_type, .. } => Arc::new(
+                StringArray::from_iter_values(std::iter::repeat_n(change_type.as_str(), n)),
+            ),
+        };
+    let version = i64::try_from(change.commit_version).unwrap_or(i64::MAX);
+    columns.push(change_type);
+    columns.push(Arc::new(Int64Array::from_value(version, n)));
+    columns.push(Arc::new(
+        TimestampMicrosecondArray::from_value(change.commit_timestamp.saturating_mul(1000), n)
+            .with_timezone("UTC"),
+    ));
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| {
+        Error::Internal(format!(
+            "change data feed batch does not fit its schema: {e}"
+        ))
+    })
 }
 
 /// How a scan is planned into tasks.
@@ -179,6 +303,7 @@ pub async fn plan_tasks(
             filter: options.filter.clone(),
             filter_rows: options.filter_rows,
             with_metadata: options.with_metadata,
+            change: None,
         })
         .collect())
 }

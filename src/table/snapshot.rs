@@ -560,6 +560,25 @@ impl Snapshot {
     /// Uses in-commit timestamps where the table has them, else file
     /// modification times made monotonic (as Delta does).
     pub async fn version_at(store: &TableStore, timestamp_ms: i64) -> Result<u64> {
+        let times = Self::commit_timestamps(store).await?;
+        let found = times
+            .iter()
+            .filter(|(_, t)| *t <= timestamp_ms)
+            .map(|(v, _)| *v)
+            .max();
+        found.ok_or_else(|| {
+            Error::VersionNotFound(format!(
+                "no commit at or before timestamp {timestamp_ms} ms (the earliest is {} ms)",
+                times.first().map_or(0, |(_, t)| *t)
+            ))
+        })
+    }
+
+    /// Every listed commit's (version, timestamp in ms), oldest first: the
+    /// in-commit timestamp where the commit has one, else the commit file's
+    /// modification time made monotonic (each at least 1 ms after the one
+    /// before), as Delta Spark's history and time travel use them.
+    pub async fn commit_timestamps(store: &TableStore) -> Result<Vec<(u64, i64)>> {
         let mut commits: Vec<LogFile> = list_log(store, None)
             .await?
             .into_iter()
@@ -596,18 +615,7 @@ impl Snapshot {
                 }
             }
         }
-        let found = commits
-            .iter()
-            .zip(&times)
-            .filter(|(_, t)| **t <= timestamp_ms)
-            .map(|(f, _)| f.version)
-            .max();
-        found.ok_or_else(|| {
-            Error::VersionNotFound(format!(
-                "no commit at or before timestamp {timestamp_ms} ms (the earliest is {} ms)",
-                times.first().copied().unwrap_or_default()
-            ))
-        })
+        Ok(commits.iter().map(|f| f.version).zip(times).collect())
     }
 }
 

@@ -546,6 +546,13 @@ impl StructField {
         }
     }
 
+    /// The `_change_type` column of a `cdc` file: a string, stored under its
+    /// own name whatever the table's column mapping.
+    pub fn change_type_column() -> Self {
+        StructField::new(crate::log::cdf::CHANGE_TYPE_COLUMN, DataType::String, true)
+            .with_metadata([(PHYSICAL_NAME_KEY, crate::log::cdf::CHANGE_TYPE_COLUMN)])
+    }
+
     /// The same field with these metadata entries added.
     pub fn with_metadata<K: Into<String>, V: Into<Value>>(
         mut self,
