@@ -758,7 +758,8 @@ class DeltaTable:
     ) -> tuple[pa.Schema, list[ScanTask]]:
         """The tasks of :meth:`load_cdf` (picklable; one per changed file, in commit
         order) and the schema of their rows, for distributed readers (Spark)."""
-        for name, value in (("starting_version", starting_version), ("ending_version", ending_version)):
+        versions = {"starting_version": starting_version, "ending_version": ending_version}
+        for name, value in versions.items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an int, not {value!r}")
             if value is not None and value < 0:

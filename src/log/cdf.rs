@@ -271,7 +271,7 @@ mod tests {
             r#"{"remove":{"path":"gone.parquet","dataChange":true,"size":5}}"#.into(),
             format!(r#"{{"remove":{{"path":"dv.parquet","dataChange":true,"deletionVector":{}}}}}"#, dv(A, 2)),
             format!(r#"{{"add":{{"path":"dv.parquet","partitionValues":{{}},"size":9,"modificationTime":0,"dataChange":true,"deletionVector":{}}}}}"#, dv(B, 3)),
-            format!(r#"{{"remove":{{"path":"first.parquet","dataChange":true}}}}"#),
+            r#"{"remove":{"path":"first.parquet","dataChange":true}}"#.to_string(),
             format!(r#"{{"add":{{"path":"first.parquet","partitionValues":{{}},"size":9,"modificationTime":0,"dataChange":true,"deletionVector":{}}}}}"#, dv(A, 2)),
         ]);
         let kinds: Vec<(&str, String)> = got
