@@ -214,14 +214,15 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
             WriteOperation::RewriteRows,
         ],
     ),
+    // With deletion vectors the feed needs no extra file for a DELETE (readers
+    // derive it from the DV difference) and UPDATE/MERGE write `cdc` files;
+    // a copy-on-write rewrite would need `cdc` files for its deleted rows,
+    // which deltadv does not write.
     (
         "delta.enableChangeDataFeed",
-        "the table has the change data feed enabled and deltadv does not write CDC files yet",
-        &[
-            WriteOperation::DeleteWithDeletionVectors,
-            WriteOperation::DeleteCopyOnWrite,
-            WriteOperation::RewriteRows,
-        ],
+        "the table has the change data feed enabled, and deltadv writes its change files \
+         only with deletion vectors (enable them: delta.enableDeletionVectors=true)",
+        &[WriteOperation::DeleteCopyOnWrite],
     ),
     (
         "delta.enableRowTracking",
@@ -1042,14 +1043,27 @@ mod tests {
     fn property_rules_refuse_whatever_the_protocol() {
         for key in ["delta.appendOnly", "delta.enableChangeDataFeed"] {
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "TRUE")]);
-            let e = err(plan_delete(&deltalake_dv_table(), &m, false));
-            assert!(e.contains(key), "{e}");
             let e = err(plan_delete(&protocol(1, 4, &[], &[]), &m, true));
             assert!(e.contains(key), "{e}");
             // false: no objection
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "false")]);
             plan_delete(&deltalake_dv_table(), &m, false).unwrap();
         }
+        // Append-only refuses every delete; the change data feed only a
+        // copy-on-write one (with DVs the feed is derived or written).
+        let m = metadata(&[
+            (ENABLE_DELETION_VECTORS, "true"),
+            ("delta.appendOnly", "TRUE"),
+        ]);
+        let e = err(plan_delete(&deltalake_dv_table(), &m, false));
+        assert!(e.contains("delta.appendOnly"), "{e}");
+        let m = metadata(&[
+            (ENABLE_DELETION_VECTORS, "true"),
+            ("delta.enableChangeDataFeed", "TRUE"),
+        ]);
+        assert!(plan_delete(&deltalake_dv_table(), &m, false).unwrap());
+        let e = err(plan_delete(&protocol(1, 4, &[], &[]), &m, true));
+        assert!(e.contains("only with deletion vectors"), "{e}");
         // Row tracking: DVs keep row ids, a rewrite would not.
         let p = protocol(
             3,

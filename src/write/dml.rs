@@ -46,11 +46,12 @@ use super::transaction::{Changes, Transaction};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Predicate, ValueExpr};
 use crate::io::TableStore;
-use crate::log::actions::{Action, Add};
+use crate::log::actions::{Action, Add, Cdc};
+use crate::log::cdf::{self, ChangeType};
 use crate::log::features;
 use crate::log::replay::normalize_path;
 use crate::log::schema::ColumnMappingMode;
-use crate::scan::{self, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::scan::{self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::Snapshot;
 
 /// The optional column of a change stream saying what a row does.
@@ -94,6 +95,9 @@ pub struct PreparedChanges {
     pub deleted: u64,
     /// Rows inserted.
     pub inserted: u64,
+    /// The change data files written (tables with the change data feed on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdc: Vec<Cdc>,
 }
 
 /// Consumes a change stream: new rows into data files, old rows into one DV
@@ -109,6 +113,42 @@ pub struct ChangeWriter {
     dvs: bool,
     options: DeleteOptions,
     counts: PreparedChanges,
+    /// The change data feed's files, when the table records the feed.
+    change_data: Option<ChangeData>,
+}
+
+/// What a [`ChangeWriter`] needs for the change data feed: the new rows go
+/// to `cdc` files as they come (`update_postimage`, `insert`); at the end the
+/// old rows are read back from their files (only those rows) as
+/// `update_preimage` or `delete`.
+struct ChangeData {
+    writer: DataWriter,
+    layout: TableLayout,
+    /// Rows of each touched file replaced by a new version (the others of
+    /// `ChangeWriter::rows` are deleted).
+    updated: BTreeMap<String, RoaringTreemap>,
+}
+
+/// Whether a table with these properties records the change data feed.
+fn records_change_data(layout: &TableLayout) -> bool {
+    layout.configuration.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case(cdf::ENABLE_CHANGE_DATA_FEED)
+            && v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    })
+}
+
+/// `batch` (the table's columns) with a `_change_type` column appended.
+fn with_change_type(batch: &RecordBatch, types: Vec<&'static str>) -> Result<RecordBatch> {
+    let mut fields: Vec<arrow_schema::FieldRef> = batch.schema().fields().iter().cloned().collect();
+    fields.push(Arc::new(arrow_schema::Field::new(
+        cdf::CHANGE_TYPE_COLUMN,
+        arrow_schema::DataType::Utf8,
+        true,
+    )));
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(StringArray::from(types)));
+    RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), columns)
+        .map_err(|e| stream_error(e.to_string()))
 }
 
 fn stream_error(what: impl std::fmt::Display) -> Error {
@@ -126,6 +166,19 @@ impl ChangeWriter {
         options: DeleteOptions,
         writer_options: WriterOptions,
     ) -> Result<ChangeWriter> {
+        let change_data = if records_change_data(&layout) {
+            Some(ChangeData {
+                writer: DataWriter::for_change_data(
+                    store.clone(),
+                    layout.clone(),
+                    writer_options.clone(),
+                )?,
+                layout: layout.clone(),
+                updated: BTreeMap::new(),
+            })
+        } else {
+            None
+        };
         let writer = DataWriter::try_new(store.clone(), layout, writer_options)?;
         Ok(ChangeWriter {
             store,
@@ -138,6 +191,7 @@ impl ChangeWriter {
             dvs,
             options,
             counts: PreparedChanges::default(),
+            change_data,
         })
     }
 
@@ -191,6 +245,9 @@ impl ChangeWriter {
                      change each target row once (make the source unique on the join key)"
                 )));
             }
+            if let (RowChange::Update, Some(cd)) = (change, self.change_data.as_mut()) {
+                cd.updated.entry(key).or_default().insert(index);
+            }
         }
         let new_rows = keep.iter().filter(|k| **k).count();
         if new_rows == 0 {
@@ -203,7 +260,80 @@ impl ChangeWriter {
             arrow_select::filter::filter_record_batch(&data, &BooleanArray::from(keep))
                 .map_err(|e| stream_error(e.to_string()))?
         };
-        self.writer.write(&data).await
+        self.writer.write(&data).await?;
+        if let Some(cd) = self.change_data.as_mut() {
+            let types: Vec<&'static str> = changes
+                .iter()
+                .filter_map(|c| match c {
+                    RowChange::Update => Some(ChangeType::UpdatePostimage.as_str()),
+                    RowChange::Insert => Some(ChangeType::Insert.as_str()),
+                    RowChange::Delete => None,
+                })
+                .collect();
+            cd.writer.write(&with_change_type(&data, types)?).await?;
+        }
+        Ok(())
+    }
+
+    /// Write the old versions of the changed rows to the change data files:
+    /// each touched file read for just those rows.
+    async fn write_old_rows(&mut self) -> Result<()> {
+        let Some(cd) = self.change_data.as_mut() else {
+            return Ok(());
+        };
+        let spec = ScanSpec {
+            schema: cd.layout.schema.clone(),
+            partition_columns: cd.layout.partition_columns.clone(),
+            column_mapping: cd.layout.mode,
+            columns: None,
+            with_metadata_columns: true,
+            filter: None,
+            filter_rows: false,
+        };
+        let table_columns: Vec<usize> = (0..cd.layout.schema.fields.len()).collect();
+        for (key, rows) in &self.rows {
+            let Some(add) = self.targets.get(key) else {
+                continue;
+            };
+            let file = scan::ScanFile {
+                path: key.clone(),
+                size: u64::try_from(add.size).unwrap_or(0),
+                partition_values: add.partition_values.clone(),
+                deletion_vector: None,
+                row_groups: None,
+            };
+            let batches = scan::read_file_with(
+                &self.store,
+                &spec,
+                &file,
+                DeletedRows::KeepOnly(rows.clone()),
+            )
+            .await?;
+            let updated = cd.updated.get(key);
+            for batch in batches {
+                let indexes = optional_column::<Int64Array>(&batch, ROW_INDEX_COLUMN)?
+                    .ok_or_else(|| Error::Internal("old rows read without their index".into()))?;
+                let types: Vec<&'static str> = indexes
+                    .values()
+                    .iter()
+                    .map(|i| {
+                        let was_updated = u64::try_from(*i)
+                            .ok()
+                            .is_some_and(|i| updated.is_some_and(|u| u.contains(i)));
+                        if was_updated {
+                            ChangeType::UpdatePreimage.as_str()
+                        } else {
+                            ChangeType::Delete.as_str()
+                        }
+                    })
+                    .collect();
+                let old = batch
+                    .project(&table_columns)
+                    .map_err(|e| stream_error(e.to_string()))?;
+                cd.writer.write(&with_change_type(&old, types)?).await?;
+            }
+        }
+        Ok(())
     }
 
     /// The table's columns of `batch` (metadata and change columns dropped).
@@ -226,6 +356,10 @@ impl ChangeWriter {
     pub async fn finish(&mut self) -> Result<PreparedChanges> {
         let mut out = self.counts.clone();
         out.adds = self.writer.finish().await?;
+        self.write_old_rows().await?;
+        if let Some(cd) = self.change_data.as_mut() {
+            out.cdc = cd.writer.finish_change_data().await?;
+        }
         let items: Vec<(Add, RoaringTreemap)> = std::mem::take(&mut self.rows)
             .into_iter()
             .filter_map(|(k, rows)| self.targets.get(&k).map(|a| (a.clone(), rows)))
@@ -254,6 +388,9 @@ impl ChangeWriter {
     /// Remove every data file this writer started (after a failure).
     pub async fn abort(&self) {
         let _ = remove_files(&self.store, self.writer.started_files()).await;
+        if let Some(cd) = &self.change_data {
+            let _ = remove_files(&self.store, cd.writer.started_files()).await;
+        }
     }
 }
 
@@ -427,6 +564,7 @@ pub fn check_can_rewrite(snapshot: &Snapshot, allow_copy_on_write: bool) -> Resu
 struct DmlChanges<'o> {
     rows: DeleteChanges<'o>,
     adds: Vec<Add>,
+    cdc: Vec<Cdc>,
     counts: PreparedChanges,
     operation: DmlOperation,
     read_files: Option<BTreeSet<String>>,
@@ -438,6 +576,7 @@ impl Changes for DmlChanges<'_> {
     async fn actions(&mut self, store: &TableStore) -> Result<Vec<Action>> {
         let mut actions = self.rows.actions(store).await?;
         actions.extend(self.adds.iter().cloned().map(|a| Action::Add(Box::new(a))));
+        actions.extend(self.cdc.iter().cloned().map(Action::Cdc));
         Ok(actions)
     }
 
@@ -468,7 +607,7 @@ impl Changes for DmlChanges<'_> {
                 m.insert("numCopiedRows".into(), s(d.num_copied_rows));
                 m.insert("numAddedFiles".into(), s(added_files));
                 m.insert("numRemovedFiles".into(), s(touched));
-                m.insert("numAddedChangeFiles".into(), s(0));
+                m.insert("numAddedChangeFiles".into(), s(self.cdc.len() as u64));
                 m.insert(
                     "numDeletionVectorsAdded".into(),
                     s(d.num_deletion_vectors_added),
@@ -496,7 +635,7 @@ impl Changes for DmlChanges<'_> {
                 );
                 m.insert("numTargetFilesAdded".into(), s(added_files));
                 m.insert("numTargetFilesRemoved".into(), s(d.num_removed_files));
-                m.insert("numTargetChangeFilesAdded".into(), s(0));
+                m.insert("numTargetChangeFilesAdded".into(), s(self.cdc.len() as u64));
                 m.insert(
                     "numTargetDeletionVectorsAdded".into(),
                     s(d.num_deletion_vectors_added),
@@ -567,14 +706,20 @@ pub(super) async fn commit_changes_since(
     let mut counts = PreparedChanges::default();
     let mut files = Vec::new();
     let mut adds = Vec::new();
+    let mut cdc = Vec::new();
     for p in prepared {
         counts.updated += p.updated;
         counts.deleted += p.deleted;
         counts.inserted += p.inserted;
         files.extend(p.files);
         adds.extend(p.adds);
+        cdc.extend(p.cdc);
     }
-    let new_paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+    let new_paths: Vec<String> = adds
+        .iter()
+        .map(|a| normalize_path(&a.path))
+        .chain(cdc.iter().map(|c| normalize_path(&c.path)))
+        .collect();
     // DV files the tasks wrote: referenced only if this commit lands.
     let dv_paths: BTreeSet<String> = files
         .iter()
@@ -586,6 +731,7 @@ pub(super) async fn commit_changes_since(
         let mut changes = DmlChanges {
             rows: DeleteChanges::new(targets, &options.delete, dvs, started),
             adds,
+            cdc,
             counts,
             operation,
             read_files: options.read_files.clone(),

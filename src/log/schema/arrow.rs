@@ -49,6 +49,10 @@ impl StructField {
         let field = Field::new(name, dt, self.nullable);
         match (self.field_id(), mode) {
             (Some(id), _) => Ok(with_field_id(field, id)),
+            // A cdc file's `_change_type` is not a table column: no id.
+            (None, ColumnMappingMode::Id) if self.name == crate::log::cdf::CHANGE_TYPE_COLUMN => {
+                Ok(field)
+            }
             (None, ColumnMappingMode::Id) => Err(schema_err(format!(
                 "column '{}' has no integer {COLUMN_ID_KEY} although column mapping mode is id",
                 self.name

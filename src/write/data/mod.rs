@@ -33,7 +33,7 @@ use self::stats::{FileStats, StatsSpec};
 use crate::error::{Error, Result};
 use crate::io::parquet::{create_file_writer, StoreFileWriter};
 use crate::io::TableStore;
-use crate::log::actions::Add;
+use crate::log::actions::{Add, Cdc};
 use crate::log::features;
 use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 use crate::table::snapshot::Snapshot;
@@ -166,6 +166,8 @@ pub struct DataWriter {
     adds: Vec<Add>,
     started: Vec<String>,
     writes: u64,
+    /// Writes `cdc` files (under `_change_data/`, with `_change_type`).
+    change_data: bool,
 }
 
 impl DataWriter {
@@ -237,7 +239,28 @@ impl DataWriter {
             adds: Vec::new(),
             started: Vec::new(),
             writes: 0,
+            change_data: false,
         })
+    }
+
+    /// A writer of the change data files (`cdc` actions) of the table
+    /// described by `layout`: its columns, then `_change_type`, laid out as
+    /// its data files (partition directories, physical names) under
+    /// `_change_data/`. [`DataWriter::finish_change_data`] returns them.
+    pub fn for_change_data(
+        store: TableStore,
+        mut layout: TableLayout,
+        options: WriterOptions,
+    ) -> Result<DataWriter> {
+        layout.schema.fields.push(StructField::change_type_column());
+        // cdc files carry no stats.
+        layout
+            .configuration
+            .insert(stats::NUM_INDEXED_COLS.into(), Some("0".into()));
+        layout.configuration.remove(stats::STATS_COLUMNS);
+        let mut writer = DataWriter::try_new(store, layout, options)?;
+        writer.change_data = true;
+        Ok(writer)
     }
 
     /// Every file this writer started (relative, decoded), committed or not.
@@ -371,8 +394,13 @@ impl DataWriter {
         }
         let names: Vec<String> = self.partitions.iter().map(|p| p.physical.clone()).collect();
         let dir = partition::directory(&names, &key);
+        let (root, kind) = if self.change_data {
+            (format!("{}/", crate::log::cdf::CHANGE_DATA_DIR), "cdc")
+        } else {
+            (String::new(), "part")
+        };
         let relative = format!(
-            "{dir}part-{:05}-{}.c000.snappy.parquet",
+            "{root}{dir}{kind}-{:05}-{}.c000.snappy.parquet",
             self.started.len(),
             uuid::Uuid::new_v4()
         );
@@ -434,6 +462,21 @@ impl DataWriter {
             self.close_file(0).await?;
         }
         Ok(std::mem::take(&mut self.adds))
+    }
+
+    /// [`DataWriter::finish`] of a change data writer: the `cdc` actions.
+    pub async fn finish_change_data(&mut self) -> Result<Vec<Cdc>> {
+        Ok(self
+            .finish()
+            .await?
+            .into_iter()
+            .map(|a| Cdc {
+                path: a.path,
+                partition_values: a.partition_values,
+                size: a.size,
+                data_change: false,
+            })
+            .collect())
     }
 }
 
