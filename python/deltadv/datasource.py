@@ -30,6 +30,14 @@ Options (keys are case-insensitive, as everywhere in Spark):
                               Spark's ``spark.sql.files.maxPartitionBytes`` default)
 ``filterPushdown``            ``true`` to prune with the query's filters (default
                               ``false``; read the caveat below)
+``readChangeFeed``            ``true`` to read the Change Data Feed instead of the rows
+                              (as Delta Spark): the table's columns then
+                              ``_change_type``, ``_commit_version``, ``_commit_timestamp``
+``startingVersion`` /         the feed's first commit (default 0), by version or as
+``startingTimestamp``         the first commit at or after an ISO-8601 time (UTC
+                              without an offset)
+``endingVersion`` /           its last commit (default: the latest), by version or as
+``endingTimestamp``           the last commit at or before a time
 ============================  =========================================================
 
 Any other option is an error, so a misspelt one cannot be silently ignored.
@@ -89,6 +97,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_NAME",
+    "DeltaDVChangeFeedReader",
     "DeltaDVDataSource",
     "DeltaDVPlainReader",
     "DeltaDVReader",
@@ -98,6 +107,8 @@ __all__ = [
 ]
 
 FORMAT_NAME = "deltadv"
+#: The columns a Change Data Feed read adds after the table's.
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 STORAGE_PREFIX = "storage."
@@ -106,9 +117,20 @@ VERSION_KEYS = ("version", "versionasof")
 TIMESTAMP_KEY = "timestampasof"
 PUSHDOWN_KEY = "filterpushdown"
 SPLIT_SIZE_KEY = "splitsize"
+CDF_KEY = "readchangefeed"
+CDF_RANGE_KEYS = ("startingversion", "endingversion", "startingtimestamp", "endingtimestamp")
 # Spark adds `path` for load(path); `paths` only for load([...]), which we refuse.
 KNOWN_KEYS = frozenset(
-    {"path", "paths", TIMESTAMP_KEY, PUSHDOWN_KEY, SPLIT_SIZE_KEY, *VERSION_KEYS}
+    {
+        "path",
+        "paths",
+        TIMESTAMP_KEY,
+        PUSHDOWN_KEY,
+        SPLIT_SIZE_KEY,
+        CDF_KEY,
+        *CDF_RANGE_KEYS,
+        *VERSION_KEYS,
+    }
 )
 
 
@@ -271,8 +293,9 @@ def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
     if unknown:
         raise ValueError(
             f"deltadv: unknown option(s) {sorted(unknown)}; expected path, version, versionAsOf, "
-            "timestampAsOf, splitSize, filterPushdown, storage.<KEY> or AWS_*/AZURE_*/GOOGLE_* "
-            "keys"
+            "timestampAsOf, splitSize, filterPushdown, readChangeFeed, startingVersion, "
+            "endingVersion, startingTimestamp, endingTimestamp, storage.<KEY> or "
+            "AWS_*/AZURE_*/GOOGLE_* keys"
         )
     return storage
 
@@ -318,6 +341,39 @@ def _split_size(options: Mapping[str, str]) -> int:
     return size
 
 
+def _change_feed(options: Mapping[str, str]) -> dict[str, Any] | None:
+    """The Change Data Feed range the options ask for (``load_cdf``'s arguments), or
+    None when they ask for the table's rows."""
+    value = options.get(CDF_KEY, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: readChangeFeed must be true or false, not {value!r}")
+    given = [k for k in CDF_RANGE_KEYS if k in options]
+    if value == "false":
+        if given:
+            raise ValueError(f"deltadv: {given} need option readChangeFeed=true")
+        return None
+    if any(k in options for k in (*VERSION_KEYS, TIMESTAMP_KEY)):
+        raise ValueError(
+            "deltadv: readChangeFeed takes startingVersion/endingVersion (or timestamps), "
+            "not versionAsOf/timestampAsOf"
+        )
+    feed: dict[str, Any] = {}
+    for key, name in (("startingversion", "starting_version"), ("endingversion", "ending_version")):
+        if key in options:
+            text = options[key].strip()
+            try:
+                feed[name] = int(text)
+            except ValueError:
+                raise ValueError(f"deltadv: {key} must be an integer, not {text!r}") from None
+    for key, name in (
+        ("startingtimestamp", "starting_timestamp"),
+        ("endingtimestamp", "ending_timestamp"),
+    ):
+        if key in options:
+            feed[name] = options[key].strip()
+    return feed
+
+
 def _pushdown_enabled(options: Mapping[str, str]) -> bool:
     value = options.get(PUSHDOWN_KEY, "false").strip().lower()
     if value not in ("true", "false"):
@@ -348,11 +404,23 @@ class DeltaDVDataSource(DataSource):
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        feed = _change_feed(self.options)
+        if feed is not None:
+            schema, _ = self._pinned().cdf_tasks(**feed)
+            return from_arrow_schema(schema, prefer_timestamp_ntz=True)
         return from_arrow_schema(self._pinned().schema(), prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         _storage_options(self.options)  # reject bad options before planning
         _split_size(self.options)
+        if _change_feed(self.options) is not None:
+            options = dict(self.options)
+            if self._version is not None and not any(
+                k in options for k in ("endingversion", "endingtimestamp")
+            ):
+                # The range ends where schema() saw the table: rows and schema agree.
+                options["endingversion"] = str(self._version)
+            return DeltaDVChangeFeedReader(options, schema)
         pushdown = _pushdown_enabled(self.options)
         version = self._version
         if version is None:  # a user-given schema: Spark did not ask us for one
@@ -411,6 +479,22 @@ class DeltaDVReader(DeltaDVPlainReader):
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         self.predicate = filters_to_predicate(filters)
         return filters  # all unhandled: we only prune, Spark filters the rows
+
+
+class DeltaDVChangeFeedReader(DeltaDVPlainReader):
+    """``readChangeFeed``: one Spark partition per changed file of the range."""
+
+    def partitions(self) -> list[InputPartition]:
+        feed = _change_feed(self.options) or {}
+        table = DeltaTable(
+            _table_uri(self.options), storage_options=_storage_options(self.options) or None
+        )
+        names = self.schema.fieldNames()
+        table_names = table.schema().names
+        wanted = [n for n in names if n not in CHANGE_COLUMNS]
+        columns = None if wanted == table_names else wanted
+        _, tasks = table.cdf_tasks(**feed, columns=columns)
+        return [InputPartition(task.json) for task in tasks]
 
 
 def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:

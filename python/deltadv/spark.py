@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -70,6 +71,12 @@ def read(
     filter: str | Column | None = None,
     storage_options: dict[str, str] | None = None,
     split_size: int | None = None,
+    *,
+    change_data_feed: bool = False,
+    starting_version: int | None = None,
+    ending_version: int | None = None,
+    starting_timestamp: datetime | str | None = None,
+    ending_timestamp: datetime | str | None = None,
 ) -> DataFrame:
     """Read a Delta table (deletion vectors applied) into a Spark DataFrame.
 
@@ -80,9 +87,27 @@ def read(
     Files larger than ``split_size`` bytes (default: Spark's
     ``spark.sql.files.maxPartitionBytes``) are read as several tasks, split by
     row groups.
+
+    With ``change_data_feed=True`` the DataFrame is the table's Change Data Feed
+    between ``starting_version``/``starting_timestamp`` and
+    ``ending_version``/``ending_timestamp`` (see :meth:`deltadv.DeltaTable.load_cdf`):
+    one Spark task per changed file, the table's columns (or ``columns``) then
+    ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    if change_data_feed:
+        if version is not None:
+            raise ValueError("a change data feed read takes starting/ending versions, not version")
+        table = _LocalTable(table_uri, storage_options=storage_options)
+        arrow_schema, tasks = table.cdf_tasks(
+            starting_version, ending_version, starting_timestamp, ending_timestamp, columns
+        )
+        df = _read_tasks(spark, tasks, from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True))
+        return df.filter(filter) if filter is not None else df
+    range_given = (starting_version, ending_version, starting_timestamp, ending_timestamp)
+    if any(v is not None for v in range_given):
+        raise ValueError("starting/ending versions and timestamps need change_data_feed=True")
     table = _LocalTable(table_uri, version=version, storage_options=storage_options)
     size = split_size if split_size is not None else _split_size(spark)
     tasks = None
@@ -94,14 +119,17 @@ def read(
     if tasks is None:
         tasks = table.scan_tasks(columns, split_size=size)
     arrow_schema = table.scan_schema(columns)
-    spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
-    if not tasks:
-        df = spark.createDataFrame([], spark_schema)
-    else:
-        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        task_df = task_df.repartition(len(tasks))
-        df = task_df.mapInArrow(_task_reader(tasks[0].storage_options), spark_schema)
+    df = _read_tasks(spark, tasks, from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True))
     return df.filter(filter) if filter is not None else df
+
+
+def _read_tasks(spark: SparkSession, tasks: list[ScanTask], schema: Any) -> DataFrame:
+    """A DataFrame of the rows of ``tasks`` (one Spark task each), as ``schema``."""
+    if not tasks:
+        return spark.createDataFrame([], schema)
+    task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+    task_df = task_df.repartition(len(tasks))
+    return task_df.mapInArrow(_task_reader(tasks[0].storage_options), schema)
 
 
 class DeltaTable:
