@@ -533,6 +533,9 @@ pub fn new_table_protocol(
         writer_only.push("domainMetadata".to_string());
         writer_only.push("rowTracking".to_string());
     }
+    if configured_true(configuration, crate::log::cdf::ENABLE_CHANGE_DATA_FEED) {
+        writer_only.push("changeDataFeed".to_string());
+    }
     if reader.is_empty() && writer_only.is_empty() {
         return Protocol {
             min_reader_version: 1,

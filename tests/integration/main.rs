@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+mod cdf;
 mod checkpoint_roundtrip;
 mod common;
 mod corrupt;
