@@ -9,14 +9,14 @@
 //! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
 //! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
-//! | [`log`]             | actions, segments, replay, schema, table features             | no  |
+//! | [`log`]             | actions, segments, replay, schema, table features; [`log::cdf`]: the rows each commit changed | no  |
 //! | [`expr`]            | predicates: SQL (sqlparser) or JSON → tree, binding, pruning, Arrow evaluation | no |
 //! | [`io`]              | the only module that reads storage                            | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
-//! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read        | yes |
+//! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read; [`scan::cdf`]: Change Data Feed reads | yes |
 //! | [`write::transaction`] | the one transaction every commit goes through: retries, conflict checks and rebases, in-commit timestamps, row ids, checkpoints | yes |
 //! | [`write::conflict`] | the pure conflict checker (winning commit + reads/changes → proceed, rebase, conflict) | no |
-//! | [`write`](mod@write) | data files + stats, appends, table creation, DELETE (DVs or copy-on-write), checkpoints | yes |
+//! | [`write`](mod@write) | data files + stats (and `cdc` change files), appends, table creation, DELETE, UPDATE, MERGE, checkpoints | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|
