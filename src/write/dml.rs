@@ -29,6 +29,14 @@
 //!
 //! On a table without deletion vectors (and `allow_copy_on_write`), the
 //! touched files are rewritten without their changed rows instead.
+//!
+//! On a table with the change data feed on (`delta.enableChangeDataFeed`),
+//! the writer also writes `cdc` files under `_change_data/`, as Delta Spark
+//! does for UPDATE and MERGE: each new row as `update_postimage` or `insert`
+//! as it streams by, and at [`ChangeWriter::finish`] the old rows, read back
+//! from their files with a selection of just those rows, as
+//! `update_preimage` or `delete`. The `cdc` actions travel in
+//! [`PreparedChanges`] and are committed with the rest.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
