@@ -49,6 +49,14 @@ def _alias_of(df: DataFrame) -> str | None:
         plan = df._jdf.queryExecution().logical()
         if plan.getClass().getSimpleName() == "SubqueryAlias":
             return str(plan.alias())
+        # Under a limit, filter, ...: the qualifier all its columns share.
+        output = df._jdf.queryExecution().analyzed().output()
+        qualifiers = set()
+        for i in range(output.size()):
+            q = output.apply(i).qualifier()
+            qualifiers.add(str(q.last()) if q.nonEmpty() else None)
+        if len(qualifiers) == 1 and None not in qualifiers:
+            return qualifiers.pop()
     except Exception:  # Spark Connect: no JVM plan
         return None
     return None
@@ -58,11 +66,11 @@ def _text(c: str | Column | None) -> str | None:
     return None if c is None else c if isinstance(c, str) else str(c)
 
 
-def _key_values(joined: DataFrame, source: DataFrame, readable: set[str]) -> dict[str, Any]:
+def _key_values(joined: DataFrame, local: pa.Table, readable: set[str]) -> dict[str, Any]:
     """For the equalities ``target.col = source.col`` among the top-level ANDs of
-    the analyzed join condition: target column -> the distinct source values
-    (collected; the source is small). Empty when there are none, or on Spark
-    Connect (no JVM plan to read)."""
+    the analyzed join condition: target column -> the distinct values of the
+    source column in ``local`` (the small source, collected). Empty when there
+    are none, or on Spark Connect (no JVM plan to read)."""
     try:
         plan = joined._jdf.queryExecution().analyzed()
         if plan.getClass().getSimpleName() != "Join" or plan.condition().isEmpty():
@@ -93,9 +101,12 @@ def _key_values(joined: DataFrame, source: DataFrame, readable: set[str]) -> dic
     except Exception:  # Spark Connect, or a plan shape not recognized: no pushdown
         return {}
     out: dict[str, Any] = {}
+    names = {n.lower(): n for n in local.column_names}
     for t, src in pairs:
-        values = [r[0] for r in source.select(source[f"`{src}`"]).distinct().collect()]
-        out[t] = [v for v in values if v is not None]
+        column = names.get(src.lower())
+        if column is None:
+            continue
+        out[t] = pc.drop_null(pc.unique(local.column(column))).to_pylist()
     return out
 
 
@@ -166,26 +177,49 @@ def _counting_writer(
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         counts: dict[int, int] = {}
+        matched: list[pa.Array] = []
 
         def strip(bs: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for b in bs:
-                clauses = b.column(_CLAUSE).to_pylist()
-                for c in clauses:
+                drop = [_CLAUSE]
+                if _SOURCE_ID in b.schema.names:
+                    matched.append(pc.drop_null(b.column(_SOURCE_ID)))
+                    drop.append(_SOURCE_ID)
+                    # Matched pairs no clause acts on only report their source row.
+                    b = b.filter(pc.is_valid(b.column(_CLAUSE)))
+                for c in b.column(_CLAUSE).to_pylist():
                     counts[c] = counts.get(c, 0) + 1
-                yield b.drop_columns([_CLAUSE])
+                yield b.drop_columns(drop)
 
         stream = strip(batches)
         first = next(stream, None)
         if first is None:
+            ids = pc.unique(pa.chunked_array(matched, pa.int64())).to_pylist() if matched else []
+            if ids:  # nothing to write, but matched source rows to report
+                yield pa.record_batch(
+                    [
+                        pa.array([None], pa.string()),
+                        pa.array(["{}"]),
+                        pa.array([0], pa.int64()),
+                        pa.array([json.dumps(ids)]),
+                    ],
+                    names=["prepared", "counts", "ms", "matched"],
+                )
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
         started = _now_ms()
         prepared = task.prepare(data)
         # prepare() pulls the stream: its time is the join's and the write's.
         ms = _now_ms() - started
+        ids = pc.unique(pa.chunked_array(matched, pa.int64())).to_pylist() if matched else []
         yield pa.record_batch(
-            [pa.array([prepared]), pa.array([json.dumps(counts)]), pa.array([ms], pa.int64())],
-            names=["prepared", "counts", "ms"],
+            [
+                pa.array([prepared]),
+                pa.array([json.dumps(counts)]),
+                pa.array([ms], pa.int64()),
+                pa.array([json.dumps(ids)]),
+            ],
+            names=["prepared", "counts", "ms", "matched"],
         )
 
     return write
@@ -292,7 +326,7 @@ class DeltaMergeBuilder:
         ``version``. Nothing is committed when no clause acts on any row."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
-        from pyspark.sql.types import StructField
+        from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
         started = _now_ms()
         self._check_clauses()
@@ -328,10 +362,28 @@ class DeltaMergeBuilder:
             and size <= _broadcast_limit(spark)
             and not {"not_matched", "not_matched_by_source"} <= kinds
         )
-        source = self._source.withColumn(_SOURCE, F.lit(True))
-        if fast and "not_matched" in kinds:
-            source = source.withColumn(_SOURCE_ID, F.monotonically_increasing_id())
-            source = source.localCheckpoint(eager=True)  # ids fixed for both uses
+        local: pa.Table | None = None
+        if fast:
+            # The small source, collected once (one job): its row count, its join
+            # keys and its rows, numbered, come from here; as a local relation it
+            # is broadcast without another job.
+            local = self._source.toArrow()
+            n = local.num_rows
+            local = local.append_column(_SOURCE, pa.repeat(pa.scalar(True), n)).append_column(
+                _SOURCE_ID, pa.array(range(n), pa.int64())
+            )
+            source = spark.createDataFrame(
+                local,
+                StructType(
+                    [
+                        *self._source.schema.fields,
+                        StructField(_SOURCE, BooleanType(), False),
+                        StructField(_SOURCE_ID, LongType(), False),
+                    ]
+                ),
+            )
+        else:
+            source = self._source.withColumn(_SOURCE, F.lit(True))
         if s_alias is not None:
             source = source.alias(s_alias)
         source_names = {n.lower(): n for n in self._source.columns}
@@ -404,10 +456,15 @@ class DeltaMergeBuilder:
             return target[f"`{name}`"]
 
         def stage(
-            frame: DataFrame, kinds_here: dict[str, Column], with_target: bool
+            frame: DataFrame,
+            kinds_here: dict[str, Column],
+            with_target: bool,
+            carry: tuple[Column, ...] = (),
+            keep_idle: bool = False,
         ) -> tuple[DataFrame, DataFrame]:
             """``frame`` with the acting clause of each row (rows none acts on
-            dropped), and the change rows it gives."""
+            dropped, unless ``keep_idle``: their clause and change are null), and
+            the change rows it gives (with the ``carry`` columns)."""
             clause_expr = None
             change = None
             column_values: dict[str, Column] = {}
@@ -435,10 +492,13 @@ class DeltaMergeBuilder:
                         F.when(mine, new) if old is None else old.when(mine, new)
                     )
             if clause_expr is None or change is None:
-                raise ValueError("a MERGE needs at least one when... clause")
-            staged = frame.select("*", clause_expr.alias(_CLAUSE)).filter(
-                F.col(_CLAUSE).isNotNull()
-            )
+                if not keep_idle:
+                    raise ValueError("a MERGE needs at least one when... clause")
+                clause_expr = F.lit(None).cast("int")
+                change = F.lit(None).cast("string")
+            staged = frame.select("*", clause_expr.alias(_CLAUSE))
+            if not keep_idle:
+                staged = staged.filter(F.col(_CLAUSE).isNotNull())
             out_cols = []
             for f in fields:
                 base = (
@@ -459,10 +519,20 @@ class DeltaMergeBuilder:
                 meta[1].alias("_row_index"),
                 change.alias("_change"),
                 F.col(_CLAUSE),
+                *carry,
             )
             return staged, rows
 
         condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
+        if fast and "not_matched_by_source" not in kinds:
+            # Only target rows whose join keys occur in the (small) source can
+            # match: the readers drop the others before Spark sees them.
+            assert local is not None
+            probe = target.join(F.broadcast(source), condition, "inner")
+            keys = _key_values(probe, local, {f.name for f in read_fields})
+            if keys:
+                target = _target_rows(spark, tasks, paths, read_fields, keys).alias(t_alias)
+        # (after the line above: these name the target's columns)
         has_target = tcol("_row_index").isNotNull()
         has_source = scol(_SOURCE).isNotNull()
         group_of = {
@@ -470,30 +540,28 @@ class DeltaMergeBuilder:
             "not_matched": ~has_target & has_source,
             "not_matched_by_source": has_target & ~has_source,
         }
-        persisted: list[DataFrame] = []
+        inserts_of: Callable[[list[int]], DataFrame] | None = None
         if fast:
             how = "left_outer" if "not_matched_by_source" in kinds else "inner"
             joined = target.join(F.broadcast(source), condition, how)
-            if how == "inner":
-                # Only target rows whose join keys occur in the (small) source can
-                # match: the readers drop the others before Spark sees them.
-                keys = _key_values(joined, source, {f.name for f in read_fields})
-                if keys:
-                    target = _target_rows(spark, tasks, paths, read_fields, keys).alias(t_alias)
-                    joined = target.join(F.broadcast(source), condition, how)
-            if "not_matched" in kinds:
-                joined = joined.persist()  # only matched pairs: used twice
-                persisted.append(joined)
-            staged, rows = stage(
-                joined,
-                {k: v for k, v in group_of.items() if k != "not_matched"},
-                with_target=True,
-            )
-            if "not_matched" in kinds:
-                ids = joined.select(scol(_SOURCE_ID).alias(_MATCHED_ID)).distinct()
-                unmatched = source.join(ids, scol(_SOURCE_ID) == ids[_MATCHED_ID], "left_anti")
-                _, inserts = stage(unmatched, {"not_matched": F.lit(True)}, with_target=False)
-                rows = rows.unionByName(inserts)
+            here = {k: v for k, v in group_of.items() if k != "not_matched"}
+            # With inserts to come, every matched pair reaches the writers (those
+            # no clause acts on too, without a change): they report which source
+            # rows matched.
+            reports = "not_matched" in kinds
+            carry = (scol(_SOURCE_ID).alias(_SOURCE_ID),) if reports else ()
+            staged, rows = stage(joined, here, with_target=True, carry=carry, keep_idle=reports)
+            if reports:
+
+                def pending(matched: list[int]) -> DataFrame:
+                    """The insert rows of the source rows no target row matched."""
+                    ids = spark.createDataFrame([(i,) for i in matched], f"{_MATCHED_ID} long")
+                    unmatched = source.join(
+                        F.broadcast(ids), scol(_SOURCE_ID) == ids[_MATCHED_ID], "left_anti"
+                    )
+                    return stage(unmatched, {"not_matched": F.lit(True)}, with_target=False)[1]
+
+                inserts_of = pending
         else:
             how = {
                 (True, True): "full_outer",
@@ -529,20 +597,29 @@ class DeltaMergeBuilder:
         key = F.coalesce(
             F.col("_file_path"), F.hash(*[F.col(f"`{f.name}`") for f in fields]).cast("string")
         )
-        num_source = self._source.count()
+        num_source = local.num_rows if local is not None else self._source.count()
         source_ms = _now_ms() - started
         job_started = _now_ms()
+        # The rows of one data file all come from the task that read it (the
+        # broadcast join keeps the table's partitions): unless a file was split,
+        # coalescing gives each writer whole files, without a shuffle.
+        whole_files = fast and all(json.loads(t.json).get("row_groups") is None for t in tasks)
+        grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
+        writer = _counting_writer(change_task)
         try:
-            out = (
-                rows.repartition(parts, key)
-                .mapInArrow(
-                    _counting_writer(change_task), "prepared string, counts string, ms long"
-                )
-                .collect()
-            )
+            out: list[Any] = grouped.mapInArrow(
+                writer, "prepared string, counts string, ms long, matched string"
+            ).collect()
+            if inserts_of is not None:
+                matched = sorted({i for r in out for i in json.loads(r["matched"])})
+                pending = inserts_of(matched).drop(_FILE_ID).toArrow()
+                # Small (at most the source): written here, on the driver.
+                for b in writer(iter(pending.to_batches())):
+                    out.extend(b.to_pylist())
         except Exception as e:
             if DUPLICATE_ERROR in str(e):
-                raise self._duplicate_error(staged, target, group_of["matched"], paths) from None
+                acting = staged.filter(F.col(_CLAUSE).isNotNull())
+                raise self._duplicate_error(acting, target, group_of["matched"], paths) from None
             raise
         job_ms = _now_ms() - job_started
         # The writing tasks run in parallel: the longest is the write phase's
@@ -579,7 +656,7 @@ class DeltaMergeBuilder:
         }
         return table.commit_changes(
             "MERGE",
-            [r["prepared"] for r in out],
+            [r["prepared"] for r in out if r["prepared"] is not None],
             parameters=params,
             extra_metrics=extra,
             # Inserts and NOT MATCHED BY SOURCE depend on every file: a concurrent
@@ -627,7 +704,8 @@ class DeltaMergeBuilder:
 def _estimated_bytes(df: DataFrame) -> int | None:
     """Spark's size estimate of ``df`` (classic Spark), or None."""
     try:
-        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+        # py4j hands a Scala BigInt over as a Python int (older bridges: an object).
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     except Exception:
         return None
 

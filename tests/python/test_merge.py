@@ -14,6 +14,7 @@ import pytest
 
 import deltadv
 from deltadv import spark as dspark
+from deltadv._spark_merge import _estimated_bytes
 from tests.python.dml_tables import (
     N,
     Row,
@@ -370,6 +371,9 @@ def test_spark_merge_all_clause_kinds(delta_spark: Any, tmp_path: Path, broadcas
     key = "spark.sql.autoBroadcastJoinThreshold"
     old = spark.conf.get(key)
     spark.conf.set(key, "10485760" if broadcast else "-1")
+    # The broadcast path needs Spark's size estimate of the source (it once read
+    # as None on every source, so that path was never taken).
+    assert isinstance(_estimated_bytes(src), int)
     try:
         m = (
             dt.alias("t")
