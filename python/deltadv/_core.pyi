@@ -20,6 +20,7 @@ __all__ = [
     "prepare_changes",
     "prepare_delete",
     "read_scan_task",
+    "rewrite_compact_task",
     "scan_task_schema",
     "write_deletion_vectors",
     "write_files",
@@ -165,6 +166,17 @@ class RawDeltaTable:
     def load_version(self, version: int | None = None) -> None: ...
     def load_timestamp(self, timestamp_ms: int) -> None: ...
     def request_counts(self) -> dict[str, int]: ...
+    def compact_plan(
+        self,
+        mode: str,
+        target_size: int | None = None,
+        max_deleted_rows_ratio: float = ...,
+        partition_filter: str | None = None,
+    ) -> tuple[str, list[str]]: ...
+    def commit_compaction(
+        self, plan: str, results: list[str], partition_filter: str | None = None
+    ) -> dict[str, Any]: ...
+    def abort_compaction(self, results: list[str]) -> None: ...
     def cdf_tasks(
         self,
         starting_version: int | None = None,
@@ -307,6 +319,7 @@ def prepare_delete(
     dv_file_target_size: int = ...,  # 2 MiB
 ) -> list[str]: ...
 def scan_task_schema(task: str) -> ArrowSchema: ...
+def rewrite_compact_task(table_uri: str, storage_options: dict[str, str], task: str) -> str: ...
 def prepare_changes(
     task: str, storage_options: dict[str, str], table_uri: str, data: object
 ) -> str:

@@ -28,7 +28,15 @@ from deltadv.exceptions import (
     TableNotFoundError,
     UnsupportedPredicateError,
 )
-from deltadv.table import DV_FILE_TARGET_SIZE, TARGET_FILE_SIZE, ChangeTask, ScanTask
+from deltadv.table import (
+    DV_FILE_TARGET_SIZE,
+    MAX_DELETED_ROWS_RATIO,
+    TARGET_FILE_SIZE,
+    ChangeTask,
+    PartitionFilters,
+    ScanTask,
+    rewrite_compact_task,
+)
 from deltadv.table import DeltaTable as _LocalTable
 
 if TYPE_CHECKING:
@@ -376,6 +384,42 @@ class DeltaTable:
                 pass  # outside deltadv's subset: Spark alone filters
         return table.scan_tasks(split_size=size, with_metadata=True)
 
+    def purge(self, partition_filters: PartitionFilters | None = None) -> dict[str, Any]:
+        """``REORG TABLE ... APPLY (PURGE)`` (see :meth:`deltadv.DeltaTable.purge`),
+        one Spark task per bin of files: the executors rewrite the files, the
+        driver commits once."""
+        return self._compact("purge", None, MAX_DELETED_ROWS_RATIO, partition_filters)
+
+    def optimize(
+        self,
+        target_size: int | None = None,
+        partition_filters: PartitionFilters | None = None,
+        max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
+    ) -> dict[str, Any]:
+        """``OPTIMIZE`` (see :meth:`deltadv.DeltaTable.optimize`), one Spark task per
+        bin of files; the driver commits once."""
+        return self._compact("optimize", target_size, max_deleted_rows_ratio, partition_filters)
+
+    def _compact(
+        self,
+        mode: str,
+        target_size: int | None,
+        ratio: float,
+        partition_filters: PartitionFilters | None,
+    ) -> dict[str, Any]:
+        table = self._table
+        table.update_incremental()
+        plan, tasks = table.compact_tasks(mode, target_size, ratio, partition_filters)
+        results: list[str] = []
+        if tasks:
+            task_df = self._spark.createDataFrame([(t,) for t in tasks], f"{TASK_COLUMN} string")
+            runner = _compact_runner(table.table_uri, self._options)
+            # A failed task removes what it wrote; files of tasks that finished
+            # before a failure are referenced by nothing (VACUUM removes them).
+            rows = task_df.repartition(len(tasks)).mapInArrow(runner, "added string").collect()
+            results = [r["added"] for r in rows]
+        return table.commit_compaction(plan, results, partition_filters)
+
     def history(self, limit: int | None = None) -> DataFrame:
         """The table's commits, newest first, as a DataFrame with the columns of
         Delta Spark's ``DeltaTable.history()`` / ``DESCRIBE HISTORY``."""
@@ -411,6 +455,22 @@ class DeltaTable:
                 )
             )
         return self._spark.createDataFrame(rows[::-1], HISTORY_SCHEMA)
+
+
+def _compact_runner(
+    table_uri: str, storage_options: dict[str, str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow body of PURGE/OPTIMIZE: each input row is one bin's rewrite
+    task (JSON, no credentials); one output row with the new files' add actions.
+    Storage options travel inside this function, never in the rows."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(TASK_COLUMN).to_pylist():
+                added = rewrite_compact_task(table_uri, storage_options, task)
+                yield pa.record_batch([pa.array([added])], names=["added"])
+
+    return run
 
 
 def _change_writer(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json as _json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from deltadv._core import (
     prepare_changes,
     prepare_delete,
     read_scan_task,
+    rewrite_compact_task,
     scan_task_schema,
 )
 
@@ -37,6 +38,16 @@ Value = str | pc.Expression
 #: A scan filter: SQL text in deltadv's subset, or an expression tree in its JSON
 #: form (a dict; see the Rust crate's ``expr`` module docs).
 Filter = str | Mapping[str, Any]
+
+#: Partitions to work on: SQL over partition columns, or deltalake's
+#: ``[("part", "=", "a"), ("year", "in", ["2024", "2025"])]`` (ANDed).
+PartitionFilters = str | Sequence[tuple[str, str, Any]]
+
+#: Called as ``progress(done, total)`` as a long command's steps finish.
+Progress = Callable[[int, int], None]
+
+#: Delta Spark's default ``maxDeletedRowsRatio`` for OPTIMIZE.
+MAX_DELETED_ROWS_RATIO = 0.05
 
 
 def _filter_args(filter: Filter | None) -> tuple[str | None, str | None]:
@@ -678,6 +689,93 @@ class DeltaTable:
             _schema_bytes(new_columns),
         )
 
+    def purge(
+        self,
+        partition_filters: PartitionFilters | None = None,
+        target_size: int | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """``REORG TABLE ... APPLY (PURGE)``: rewrite every file that has a deletion
+        vector without its deleted rows (files of one partition bin-packed up to
+        ``target_size`` bytes, default the table's ``delta.targetFileSize`` or 1 GiB),
+        committed with ``dataChange=false`` as Delta Spark's ``REORG``. A file whose
+        rows are all deleted is just removed. Returns Delta's OPTIMIZE metrics in
+        snake_case (``num_removed_files``, ``num_added_files``,
+        ``num_deletion_vectors_removed``, ``num_added_bytes``, ...) and ``version``
+        (None when no file has a DV). A concurrent commit that changed a file being
+        rewritten makes it fail with :class:`~deltadv.CommitConflictError`, leaving
+        nothing behind: run it again."""
+        return self._compact(
+            "purge", target_size, MAX_DELETED_ROWS_RATIO, partition_filters, progress
+        )
+
+    def optimize(
+        self,
+        target_size: int | None = None,
+        partition_filters: PartitionFilters | None = None,
+        max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """``OPTIMIZE``: bin-pack the files smaller than ``target_size`` bytes (default
+        the table's ``delta.targetFileSize``, else 1 GiB, as Delta Spark) in each
+        partition into files of about that size, and rewrite every file with more
+        than ``max_deleted_rows_ratio`` of its rows deleted, without them. Committed
+        with ``dataChange=false`` as Delta Spark's ``OPTIMIZE``; metrics as
+        :meth:`purge`."""
+        return self._compact(
+            "optimize", target_size, max_deleted_rows_ratio, partition_filters, progress
+        )
+
+    def compact_tasks(
+        self,
+        mode: str,
+        target_size: int | None = None,
+        max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
+        partition_filters: PartitionFilters | None = None,
+    ) -> tuple[str, list[str]]:
+        """The plan of a ``"purge"`` or ``"optimize"`` (JSON) and its rewrite tasks
+        (JSON, one per bin of files), for distributed runners: each task is run
+        with :func:`deltadv.table.rewrite_compact_task` and the results committed
+        with :meth:`commit_compaction`."""
+        where = _partition_sql(partition_filters)
+        return self._raw.compact_plan(mode, target_size, max_deleted_rows_ratio, where)
+
+    def commit_compaction(
+        self, plan: str, results: list[str], partition_filters: PartitionFilters | None = None
+    ) -> dict[str, Any]:
+        """Commit a compaction planned on this version (see :meth:`compact_tasks`);
+        on a failure the files the tasks wrote are removed."""
+        return self._raw.commit_compaction(plan, results, _partition_sql(partition_filters))
+
+    def abort_compaction(self, results: list[str]) -> None:
+        """Remove the files compaction tasks wrote, for a compaction given up."""
+        self._raw.abort_compaction(results)
+
+    def _compact(
+        self,
+        mode: str,
+        target_size: int | None,
+        max_deleted_rows_ratio: float,
+        partition_filters: PartitionFilters | None,
+        progress: Progress | None,
+    ) -> dict[str, Any]:
+        if target_size is not None and (isinstance(target_size, bool) or target_size <= 0):
+            raise ValueError(f"target_size must be a positive number of bytes, not {target_size!r}")
+        plan, tasks = self.compact_tasks(
+            mode, target_size, max_deleted_rows_ratio, partition_filters
+        )
+        options = self._raw.storage_options
+        results: list[str] = []
+        try:
+            for i, task in enumerate(tasks):
+                results.append(rewrite_compact_task(self.table_uri, options, task))
+                if progress is not None:
+                    progress(i + 1, len(tasks))
+        except BaseException:
+            self.abort_compaction(results)
+            raise
+        return self.commit_compaction(plan, results, partition_filters)
+
     def predicate_is_partition_only(self, predicate: str) -> bool:
         """Whether ``predicate`` (deltadv's SQL subset) names only partition
         columns, so a DELETE with it removes whole files unread. Raises
@@ -785,6 +883,41 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
+
+
+def _partition_sql(filters: PartitionFilters | None) -> str | None:
+    """Partition filters as SQL: text as it is, deltalake's tuples ANDed."""
+    if filters is None or isinstance(filters, str):
+        return filters
+    parts = []
+    for item in filters:
+        if not (isinstance(item, tuple | list) and len(item) == 3):
+            raise ValueError(
+                f"a partition filter is (column, op, value), e.g. ('part', '=', 'a'); not {item!r}"
+            )
+        column, op, value = item
+        op = str(op).strip().lower()
+        name = f"`{column}`"
+        if op in ("in", "not in"):
+            if isinstance(value, str) or not isinstance(value, Sequence):
+                raise ValueError(f"{op!r} takes a list of values, not {value!r}")
+            values = ", ".join(_sql_literal(v) for v in value)
+            parts.append(f"{name} {op.upper()} ({values})")
+        elif op in ("=", "!=", "<", "<=", ">", ">="):
+            parts.append(f"{name} {op} {_sql_literal(value)}")
+        else:
+            raise ValueError(f"unknown partition filter operator {op!r}")
+    return " AND ".join(parts) if parts else None
+
+
+def _sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _millis(when: datetime | str) -> int:

@@ -41,6 +41,9 @@ pub enum WriteOperation {
     /// UPDATE or MERGE: old copies of changed rows marked deleted (by DVs,
     /// or by rewriting their files), new versions written to new files.
     RewriteRows,
+    /// REORG PURGE / OPTIMIZE: files rewritten without their deleted rows
+    /// (dataChange=false); no row changes.
+    Compact,
 }
 
 impl WriteOperation {
@@ -50,6 +53,7 @@ impl WriteOperation {
             WriteOperation::DeleteCopyOnWrite => "copy-on-write DELETE",
             WriteOperation::Append => "append",
             WriteOperation::RewriteRows => "UPDATE/MERGE",
+            WriteOperation::Compact => "REORG/OPTIMIZE",
         }
     }
 }
@@ -231,6 +235,7 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
         &[
             WriteOperation::DeleteCopyOnWrite,
             WriteOperation::RewriteRows,
+            WriteOperation::Compact,
         ],
     ),
 ];
@@ -268,6 +273,9 @@ fn verdict(f: &Feature, op: WriteOperation) -> Verdict {
             (Yes, Yes) => Yes,
             (No(why), _) | (_, No(why)) => No(why),
         },
+        // Rows are copied into new files as they are, as a copy-on-write
+        // rewrite copies them.
+        WriteOperation::Compact => f.delete_cow,
     }
 }
 
@@ -365,6 +373,12 @@ const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
     ("delta.generationExpression", "a generated column"),
     ("delta.identity.start", "an identity column"),
 ];
+
+/// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
+/// breaking the table's features or properties, naming what stands in the way.
+pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {
+    check_write(p, metadata, WriteOperation::Compact)
+}
 
 /// Refuse an append deltadv could not do without breaking the table's
 /// features, properties, CHECK constraints (`delta.constraints.*`),

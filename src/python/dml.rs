@@ -139,7 +139,7 @@ pub(super) fn commit(
 }
 
 /// `numUpdatedRows` → `num_updated_rows`.
-fn snake(name: &str) -> String {
+pub(super) fn snake(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     for c in name.chars() {
         if c.is_ascii_uppercase() {

@@ -10,6 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 
 mod dml;
+mod maintain;
 mod table;
 mod write;
 
@@ -566,6 +567,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
     m.add_function(wrap_pyfunction!(dml::prepare_changes, m)?)?;
+    m.add_function(wrap_pyfunction!(maintain::rewrite_compact_task, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_files, m)?)?;
     m.add_function(wrap_pyfunction!(write::commit_files, m)?)?;

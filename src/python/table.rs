@@ -340,6 +340,91 @@ impl RawDeltaTable {
         Ok(ArrowStream::new(schema, batches))
     }
 
+    /// Plan a REORG PURGE (`mode="purge"`) or OPTIMIZE (`"optimize"`) of
+    /// the loaded version: the plan's JSON, and one rewrite task (JSON) per
+    /// bin for `rewrite_compact_task`.
+    #[pyo3(signature = (mode, target_size=None, max_deleted_rows_ratio=crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO, partition_filter=None))]
+    fn compact_plan(
+        &self,
+        py: Python<'_>,
+        mode: &str,
+        target_size: Option<u64>,
+        max_deleted_rows_ratio: f64,
+        partition_filter: Option<String>,
+    ) -> PyResult<(String, Vec<String>)> {
+        let mode = super::maintain::mode_of(mode)?;
+        let options =
+            super::maintain::options(target_size, max_deleted_rows_ratio, partition_filter);
+        py.detach(|| -> crate::Result<_> {
+            let plan = crate::write::optimize::plan(&self.snapshot, mode, &options)?;
+            let tasks = plan
+                .tasks(&self.snapshot)
+                .iter()
+                .map(crate::write::optimize::CompactTask::to_json)
+                .collect::<crate::Result<Vec<_>>>()?;
+            Ok((super::maintain::plan_to_json(&plan)?, tasks))
+        })
+        .map_err(to_py)
+    }
+
+    /// Commit a compaction planned on the loaded version, whose tasks
+    /// returned `results` (JSON lists of add actions); its metrics; reloads.
+    #[pyo3(signature = (plan, results, partition_filter=None))]
+    fn commit_compaction<'py>(
+        &mut self,
+        py: Python<'py>,
+        plan: &str,
+        results: Vec<String>,
+        partition_filter: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let snapshot = self.snapshot.clone();
+        let metrics = py
+            .detach(|| -> crate::Result<_> {
+                let plan = super::maintain::plan_from_json(plan)?;
+                let mut added = Vec::new();
+                for r in &results {
+                    let adds: Vec<crate::log::actions::Add> =
+                        serde_json::from_str(r).map_err(|source| crate::Error::Json {
+                            context: "compaction result".into(),
+                            source,
+                        })?;
+                    added.extend(adds);
+                }
+                let options = crate::write::optimize::CompactOptions {
+                    partition_filter,
+                    ..Default::default()
+                };
+                block_on(crate::write::optimize::commit(
+                    &snapshot, &plan, added, &options,
+                ))?
+            })
+            .map_err(to_py)?;
+        self.reload(py, metrics.version)?;
+        super::maintain::metrics_dict(py, &metrics)
+    }
+
+    /// Remove the files compaction tasks wrote (`results`, as for
+    /// `commit_compaction`) when the compaction is given up.
+    fn abort_compaction(&self, py: Python<'_>, results: Vec<String>) -> PyResult<()> {
+        let store = self.store.clone();
+        py.detach(|| -> crate::Result<()> {
+            let mut paths = Vec::new();
+            for r in &results {
+                let adds: Vec<crate::log::actions::Add> =
+                    serde_json::from_str(r).map_err(|source| crate::Error::Json {
+                        context: "compaction result".into(),
+                        source,
+                    })?;
+                paths.extend(
+                    adds.iter()
+                        .map(|a| crate::log::replay::normalize_path(&a.path)),
+                );
+            }
+            block_on(crate::write::files::remove_uncommitted(&store, &paths))?
+        })
+        .map_err(to_py)
+    }
+
     /// Delete rows by physical row index (`{path: rows}`); returns the
     /// operation metrics and reloads the table at the new version.
     #[pyo3(signature = (rows, inline_threshold=0, predicate=None, allow_copy_on_write=false, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]

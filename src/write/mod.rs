@@ -32,6 +32,7 @@ pub mod dml;
 pub mod files;
 pub mod merge;
 pub mod metrics;
+pub mod optimize;
 pub mod transaction;
 
 use crate::error::{Error, Result};

@@ -1,0 +1,570 @@
+//! REORG TABLE … APPLY (PURGE) and OPTIMIZE: rewrite data files without the
+//! rows their deletion vectors delete, bin-packing small files, and commit
+//! the swap with `dataChange=false` (no row changes: streams and the change
+//! data feed skip it).
+//!
+//! Three steps, each usable apart so Spark can run the middle one on its
+//! executors:
+//!
+//! 1. [`plan`] (pure over a snapshot): which files, in which bins. PURGE takes
+//!    every file with a DV; OPTIMIZE every file smaller than the target size
+//!    or whose deleted-row ratio exceeds `max_deleted_rows_ratio` (0.05, as
+//!    Delta Spark). Files are grouped by partition, ordered by path, and cut
+//!    into bins of up to the target size; an OPTIMIZE bin of one file without
+//!    a DV is dropped (rewriting it changes nothing).
+//! 2. [`CompactTask::rewrite`]: read a bin's files with their DVs applied and
+//!    write the rows into new files (the table's layout, tight stats). A bin
+//!    whose rows are all deleted writes nothing: its files are just removed.
+//! 3. [`commit`]: remove every file of the bins (with the DV it had) and add
+//!    the new files, as `REORG` or `OPTIMIZE` with Delta Spark's parameters
+//!    and metrics. A concurrent commit that changed one of the rewritten
+//!    files (a DELETE's new DV) makes the compaction fail and remove what it
+//!    wrote: rows a concurrent DELETE removed never come back.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::conflict::{FileChange, ReadSet};
+use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
+use super::now_ms;
+use super::transaction::{Changes, Transaction};
+use crate::error::{Error, Result};
+use crate::expr::{Binding, Predicate};
+use crate::io::TableStore;
+use crate::log::actions::{Action, Add, Metadata, Protocol, Remove};
+use crate::log::features;
+use crate::log::replay::normalize_path;
+use crate::scan::{self, ScanFile, ScanSpec};
+use crate::table::snapshot::{LiveFile, Snapshot};
+
+/// Delta Spark's default target file size for OPTIMIZE
+/// (`spark.databricks.delta.optimize.maxFileSize`): 1 GiB.
+pub const DEFAULT_TARGET_SIZE: u64 = 1 << 30;
+/// Delta Spark's default `maxDeletedRowsRatio`: a file with more of its rows
+/// deleted is rewritten by OPTIMIZE whatever its size.
+pub const DEFAULT_MAX_DELETED_ROWS_RATIO: f64 = 0.05;
+/// The table property that sets the target size (bytes).
+pub const TARGET_FILE_SIZE_PROPERTY: &str = "delta.targetFileSize";
+
+/// Which compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactMode {
+    /// `REORG TABLE … APPLY (PURGE)`: every file with a deletion vector.
+    Purge,
+    /// `OPTIMIZE`: small files, and files with many deleted rows.
+    Optimize,
+}
+
+impl CompactMode {
+    /// `commitInfo.operation`, as Delta Spark writes it.
+    pub fn operation(self) -> &'static str {
+        match self {
+            CompactMode::Purge => "REORG",
+            CompactMode::Optimize => "OPTIMIZE",
+        }
+    }
+}
+
+/// How a compaction is planned and committed.
+#[derive(Debug, Clone)]
+pub struct CompactOptions {
+    /// Bin size and new file size in bytes; default: the table's
+    /// `delta.targetFileSize`, else [`DEFAULT_TARGET_SIZE`].
+    pub target_size: Option<u64>,
+    /// OPTIMIZE also rewrites files with more than this share of rows deleted.
+    pub max_deleted_rows_ratio: f64,
+    /// Only files of partitions this predicate (over partition columns) matches.
+    pub partition_filter: Option<String>,
+    pub max_attempts: u32,
+    /// Engine name recorded in commitInfo.
+    pub engine_info: String,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        CompactOptions {
+            target_size: None,
+            max_deleted_rows_ratio: DEFAULT_MAX_DELETED_ROWS_RATIO,
+            partition_filter: None,
+            max_attempts: super::transaction::DEFAULT_MAX_ATTEMPTS,
+            engine_info: super::ENGINE_INFO.to_string(),
+        }
+    }
+}
+
+/// Files rewritten together into new files of one partition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactBin {
+    /// The files' add actions, as in the snapshot the plan was made on.
+    pub files: Vec<Add>,
+}
+
+impl CompactBin {
+    fn bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|a| u64::try_from(a.size).unwrap_or(0))
+            .sum()
+    }
+}
+
+/// What a compaction will do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactPlan {
+    pub mode: CompactMode,
+    pub version: u64,
+    pub target_size: u64,
+    pub bins: Vec<CompactBin>,
+    /// Files looked at (after the partition filter).
+    pub considered_files: u64,
+}
+
+/// What one rewrite task needs, as JSON (no credentials).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompactTask {
+    pub protocol: Protocol,
+    pub metadata: Metadata,
+    pub target_size: u64,
+    pub bin: CompactBin,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactMetrics {
+    /// The committed version (None: nothing to rewrite).
+    pub version: Option<u64>,
+    /// `commitInfo.operationMetrics` as written.
+    pub operation_metrics: Map<String, Value>,
+    pub attempts: u32,
+    pub checkpointed: bool,
+    pub checkpoint_error: Option<String>,
+}
+
+/// Rows of a file its DV deletes, over its rows (0 without stats).
+fn deleted_ratio(f: &LiveFile) -> f64 {
+    let deleted = f
+        .add
+        .deletion_vector
+        .as_ref()
+        .map_or(0, |d| d.cardinality());
+    match f.num_records {
+        Some(n) if n > 0 => deleted as f64 / n as f64,
+        _ => 0.0,
+    }
+}
+
+fn target_size_of(snapshot: &Snapshot, options: &CompactOptions) -> Result<u64> {
+    if let Some(size) = options.target_size {
+        if size == 0 {
+            return Err(Error::InvalidArgument(
+                "target_size must be > 0 bytes".into(),
+            ));
+        }
+        return Ok(size);
+    }
+    match snapshot.metadata().property(TARGET_FILE_SIZE_PROPERTY) {
+        None => Ok(DEFAULT_TARGET_SIZE),
+        Some(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                "the table property {TARGET_FILE_SIZE_PROPERTY} is {text:?}, not a number of bytes"
+            ))
+            }),
+    }
+}
+
+/// Plan a compaction of `snapshot` (see the module docs).
+pub fn plan(
+    snapshot: &Snapshot,
+    mode: CompactMode,
+    options: &CompactOptions,
+) -> Result<CompactPlan> {
+    features::check_compact(snapshot.protocol(), snapshot.metadata())?;
+    if !(0.0..=1.0).contains(&options.max_deleted_rows_ratio) {
+        return Err(Error::InvalidArgument(format!(
+            "max_deleted_rows_ratio must be between 0 and 1, not {}",
+            options.max_deleted_rows_ratio
+        )));
+    }
+    let target_size = target_size_of(snapshot, options)?;
+    let filter = match &options.partition_filter {
+        None => None,
+        Some(text) => {
+            let p = Predicate::new(
+                text,
+                snapshot.schema(),
+                &snapshot.metadata().partition_columns,
+                snapshot.column_mapping(),
+                Binding::Strict,
+            )?;
+            if p.columns().iter().any(|c| !c.partition) {
+                return Err(Error::InvalidArgument(format!(
+                    "the partition filter {text:?} names a column that is not a partition column \
+                     (partition columns: {:?})",
+                    snapshot.metadata().partition_columns
+                )));
+            }
+            Some(p)
+        }
+    };
+    let mut considered = 0u64;
+    // Candidates by partition (their values, sorted for a stable plan).
+    let mut groups: BTreeMap<Vec<(String, Option<String>)>, Vec<LiveFile>> = BTreeMap::new();
+    for f in snapshot.files()? {
+        if let Some(p) = &filter {
+            if !p.may_match_file(&f.add.partition_values, None) {
+                continue;
+            }
+        }
+        considered += 1;
+        let has_dv = f
+            .add
+            .deletion_vector
+            .as_ref()
+            .is_some_and(|d| d.cardinality() > 0);
+        let take = match mode {
+            CompactMode::Purge => has_dv,
+            CompactMode::Optimize => {
+                u64::try_from(f.add.size).unwrap_or(0) < target_size
+                    || deleted_ratio(&f) > options.max_deleted_rows_ratio
+            }
+        };
+        if take {
+            let mut key: Vec<(String, Option<String>)> = f
+                .add
+                .partition_values
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            key.sort();
+            groups.entry(key).or_default().push(f);
+        }
+    }
+    let mut bins = Vec::new();
+    for (_, mut files) in groups {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut current = CompactBin { files: Vec::new() };
+        for f in files {
+            let size = u64::try_from(f.add.size).unwrap_or(0);
+            if !current.files.is_empty() && current.bytes() + size > target_size {
+                bins.push(std::mem::replace(
+                    &mut current,
+                    CompactBin { files: Vec::new() },
+                ));
+            }
+            current.files.push(f.add);
+        }
+        if !current.files.is_empty() {
+            bins.push(current);
+        }
+    }
+    if mode == CompactMode::Optimize {
+        // One file without deleted rows would be rewritten as it is.
+        bins.retain(|b| {
+            b.files.len() > 1
+                || b.files.iter().any(|a| {
+                    a.deletion_vector
+                        .as_ref()
+                        .is_some_and(|d| d.cardinality() > 0)
+                })
+        });
+    }
+    Ok(CompactPlan {
+        mode,
+        version: snapshot.version(),
+        target_size,
+        bins,
+        considered_files: considered,
+    })
+}
+
+impl CompactPlan {
+    /// One rewrite task per bin, for `snapshot` (the plan's version).
+    pub fn tasks(&self, snapshot: &Snapshot) -> Vec<CompactTask> {
+        self.bins
+            .iter()
+            .map(|bin| CompactTask {
+                protocol: snapshot.protocol().clone(),
+                metadata: snapshot.metadata().clone(),
+                target_size: self.target_size,
+                bin: bin.clone(),
+            })
+            .collect()
+    }
+}
+
+impl CompactTask {
+    /// Rewrite the bin's rows (DVs applied) into new files at `store`; their
+    /// add actions (`dataChange=false`). On a failure the files written so
+    /// far are removed.
+    pub async fn rewrite(&self, store: &TableStore) -> Result<Vec<Add>> {
+        use futures::StreamExt;
+
+        let layout = TableLayout::of(&self.protocol, &self.metadata)?;
+        let spec = ScanSpec {
+            schema: layout.schema.clone(),
+            partition_columns: layout.partition_columns.clone(),
+            column_mapping: layout.mode,
+            columns: None,
+            with_metadata_columns: false,
+            filter: None,
+            filter_rows: false,
+        };
+        let options = WriterOptions {
+            target_file_size: usize::try_from(self.target_size).unwrap_or(usize::MAX),
+            ..Default::default()
+        };
+        let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
+        let written = async {
+            // Files are read (decoded on the runtime's workers) a few ahead of
+            // the writer, which encodes in this task.
+            let mut reads = futures::stream::iter(self.bin.files.clone())
+                .map(|add| {
+                    let (store, spec) = (store.clone(), spec.clone());
+                    crate::io::runtime::spawn(async move {
+                        let file = ScanFile {
+                            path: normalize_path(&add.path),
+                            size: u64::try_from(add.size).unwrap_or(0),
+                            partition_values: add.partition_values.clone(),
+                            deletion_vector: add.deletion_vector.clone(),
+                            row_groups: None,
+                        };
+                        scan::read_file(&store, &spec, &file).await
+                    })
+                })
+                .buffered(READ_AHEAD);
+            while let Some(batches) = reads.next().await {
+                for batch in batches?? {
+                    writer.write(&batch).await?;
+                }
+            }
+            writer.finish().await
+        }
+        .await;
+        match written {
+            Ok(adds) => Ok(adds
+                .into_iter()
+                .map(|mut a| {
+                    a.data_change = false;
+                    a
+                })
+                .collect()),
+            Err(e) => {
+                let _ = remove_files(store, writer.started_files()).await;
+                Err(e)
+            }
+        }
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self).map_err(|source| Error::Json {
+            context: "compaction task".into(),
+            source,
+        })
+    }
+
+    pub fn from_json(text: &str) -> Result<CompactTask> {
+        serde_json::from_str(text).map_err(|source| Error::Json {
+            context: "compaction task".into(),
+            source,
+        })
+    }
+}
+
+/// Delta Spark's OPTIMIZE metrics over the added and removed files.
+fn compact_metrics(removed: &[Add], added: &[Add]) -> Map<String, Value> {
+    let mut sizes: Vec<u64> = added
+        .iter()
+        .map(|a| u64::try_from(a.size).unwrap_or(0))
+        .collect();
+    sizes.sort_unstable();
+    let at = |q: usize| -> u64 {
+        if sizes.is_empty() {
+            return 0;
+        }
+        let i = ((sizes.len() - 1) * q) / 100;
+        sizes.get(i).copied().unwrap_or(0)
+    };
+    let s = |v: u64| Value::String(v.to_string());
+    let bytes = |files: &[Add]| -> u64 {
+        files
+            .iter()
+            .map(|a| u64::try_from(a.size).unwrap_or(0))
+            .sum()
+    };
+    let dvs = removed
+        .iter()
+        .filter(|a| a.deletion_vector.is_some())
+        .count() as u64;
+    let mut m = Map::new();
+    m.insert("numAddedFiles".into(), s(added.len() as u64));
+    m.insert("numRemovedFiles".into(), s(removed.len() as u64));
+    m.insert("numAddedBytes".into(), s(bytes(added)));
+    m.insert("numRemovedBytes".into(), s(bytes(removed)));
+    m.insert("minFileSize".into(), s(at(0)));
+    m.insert("p25FileSize".into(), s(at(25)));
+    m.insert("p50FileSize".into(), s(at(50)));
+    m.insert("p75FileSize".into(), s(at(75)));
+    m.insert("maxFileSize".into(), s(at(100)));
+    m.insert("numDeletionVectorsRemoved".into(), s(dvs));
+    m
+}
+
+/// The swap, as the transaction sees it.
+struct CompactChanges {
+    removed: Vec<Add>,
+    added: Vec<Add>,
+    now: i64,
+}
+
+impl Changes for CompactChanges {
+    async fn actions(&mut self, _store: &TableStore) -> Result<Vec<Action>> {
+        let mut actions: Vec<Action> = self
+            .removed
+            .iter()
+            .map(|a| {
+                Action::Remove(Box::new(Remove {
+                    path: a.path.clone(),
+                    deletion_timestamp: Some(self.now),
+                    data_change: false,
+                    extended_file_metadata: Some(true),
+                    partition_values: Some(a.partition_values.clone()),
+                    size: Some(a.size),
+                    stats: a.stats.clone(),
+                    tags: a.tags.clone(),
+                    deletion_vector: a.deletion_vector.clone(),
+                    base_row_id: a.base_row_id,
+                    default_row_commit_version: a.default_row_commit_version,
+                }))
+            })
+            .collect();
+        actions.extend(self.added.iter().cloned().map(|a| Action::Add(Box::new(a))));
+        Ok(actions)
+    }
+
+    fn metrics(&self) -> Map<String, Value> {
+        compact_metrics(&self.removed, &self.added)
+    }
+
+    fn reads(&self) -> (ReadSet, BTreeMap<String, FileChange>) {
+        let paths: BTreeSet<String> = self.removed.iter().map(|a| a.path.clone()).collect();
+        (
+            ReadSet::Files(paths.clone()),
+            paths
+                .into_iter()
+                .map(|p| (p, FileChange::WholeFile))
+                .collect(),
+        )
+    }
+}
+
+/// Commit a plan whose bins were rewritten into `added` (all bins' new
+/// files). Nothing is committed for an empty plan. When the commit fails
+/// (a concurrent commit changed a rewritten file), the new files are removed.
+pub async fn commit(
+    snapshot: &Snapshot,
+    plan: &CompactPlan,
+    added: Vec<Add>,
+    options: &CompactOptions,
+) -> Result<CompactMetrics> {
+    let store = snapshot.store();
+    let new_paths: Vec<String> = added.iter().map(|a| normalize_path(&a.path)).collect();
+    if plan.version != snapshot.version() {
+        let _ = remove_files(store, &new_paths).await;
+        return Err(Error::InvalidArgument(format!(
+            "the compaction was planned on version {} but is committed on version {}",
+            plan.version,
+            snapshot.version()
+        )));
+    }
+    let removed: Vec<Add> = plan.bins.iter().flat_map(|b| b.files.clone()).collect();
+    if removed.is_empty() {
+        return Ok(CompactMetrics::default());
+    }
+    let mut changes = CompactChanges {
+        removed,
+        added,
+        now: now_ms(),
+    };
+    let mut parameters = Map::new();
+    parameters.insert("predicate".into(), json!(predicate_text(options)));
+    match plan.mode {
+        CompactMode::Purge => {
+            parameters.insert("applyPurge".into(), json!(true));
+        }
+        CompactMode::Optimize => {
+            parameters.insert("zOrderBy".into(), json!("[]"));
+            parameters.insert("clusterBy".into(), json!("[]"));
+            parameters.insert("auto".into(), json!(false));
+        }
+    }
+    let committed = async {
+        let txn = Transaction::new(snapshot, plan.mode.operation())?
+            .with_parameters(parameters)
+            .with_max_attempts(options.max_attempts)
+            .with_engine_info(options.engine_info.clone());
+        txn.commit(&mut changes).await
+    }
+    .await;
+    match committed {
+        Ok(outcome) if outcome.version.is_some() => Ok(CompactMetrics {
+            version: outcome.version,
+            operation_metrics: changes.metrics(),
+            attempts: outcome.attempts,
+            checkpointed: outcome.checkpointed,
+            checkpoint_error: outcome.checkpoint_error,
+        }),
+        other => {
+            let _ = super::files::remove_uncommitted(store, &new_paths).await;
+            match other {
+                Ok(_) => Err(Error::Internal("the compaction committed nothing".into())),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// `operationParameters.predicate`: the partition filter as a JSON list.
+fn predicate_text(options: &CompactOptions) -> String {
+    match &options.partition_filter {
+        None => "[]".into(),
+        Some(p) => json!([p]).to_string(),
+    }
+}
+
+/// Files of a bin read ahead of the writer.
+const READ_AHEAD: usize = 2;
+
+/// Plan, rewrite (bin after bin) and commit, in this process.
+/// `progress(bins done, bins)` is called as bins finish.
+pub async fn compact(
+    snapshot: &Snapshot,
+    mode: CompactMode,
+    options: &CompactOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<CompactMetrics> {
+    let plan = plan(snapshot, mode, options)?;
+    let tasks = plan.tasks(snapshot);
+    let total = tasks.len();
+    let store = snapshot.store();
+    let mut added = Vec::new();
+    for (done, task) in tasks.iter().enumerate() {
+        match task.rewrite(store).await {
+            Ok(adds) => added.extend(adds),
+            Err(e) => {
+                let paths: Vec<String> = added.iter().map(|a| normalize_path(&a.path)).collect();
+                let _ = remove_files(store, &paths).await;
+                return Err(e);
+            }
+        }
+        progress(done + 1, total);
+    }
+    commit(snapshot, &plan, added, options).await
+}
