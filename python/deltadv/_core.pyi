@@ -1,6 +1,6 @@
 """Type stubs for the native module ``deltadv._core``."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, final
 
 import numpy as np
@@ -177,6 +177,16 @@ class RawDeltaTable:
         self, plan: str, results: list[str], partition_filter: str | None = None
     ) -> dict[str, Any]: ...
     def abort_compaction(self, results: list[str]) -> None: ...
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> dict[str, Any]: ...
+    def restore(
+        self, version: int | None = None, timestamp_ms: int | None = None
+    ) -> dict[str, Any]: ...
     def cdf_tasks(
         self,
         starting_version: int | None = None,

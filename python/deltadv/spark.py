@@ -420,6 +420,25 @@ class DeltaTable:
             results = [r["added"] for r in rows]
         return table.commit_compaction(plan, results, partition_filters)
 
+    def vacuum(self, retentionHours: float | None = None) -> DataFrame:
+        """Delta Spark's ``vacuum(retentionHours)``: delete the files no version in
+        the retention reads (see :meth:`deltadv.DeltaTable.vacuum`; the retention
+        check is on). Returns a one-column DataFrame of the deleted paths."""
+        table = self._table
+        table.update_incremental()
+        files = table.vacuum(retentionHours, dry_run=False)
+        return self._spark.createDataFrame([(f,) for f in files], "path string")
+
+    def restoreToVersion(self, version: int) -> dict[str, Any]:
+        """Delta Spark's ``restoreToVersion``: see :meth:`deltadv.DeltaTable.restore`."""
+        self._table.update_incremental()
+        return self._table.restore(version)
+
+    def restoreToTimestamp(self, timestamp: str | datetime) -> dict[str, Any]:
+        """Delta Spark's ``restoreToTimestamp``: see :meth:`deltadv.DeltaTable.restore`."""
+        self._table.update_incremental()
+        return self._table.restore(timestamp)
+
     def history(self, limit: int | None = None) -> DataFrame:
         """The table's commits, newest first, as a DataFrame with the columns of
         Delta Spark's ``DeltaTable.history()`` / ``DESCRIBE HISTORY``."""

@@ -776,6 +776,69 @@ class DeltaTable:
             raise
         return self.commit_compaction(plan, results, partition_filters)
 
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        progress: Progress | None = None,
+    ) -> list[str]:
+        """Delete the files under the table root that no version inside the retention
+        period reads (deltalake's and Delta Spark's VACUUM); returns them (relative
+        paths), or with ``dry_run`` (the default) only lists them.
+
+        Kept: live data files and their DV files; files (and DV files) whose
+        ``remove`` is newer than the retention (``retention_hours``, default the
+        table's ``delta.deletedFileRetentionDuration``, one week); anything newer than
+        the retention; hidden directories (``_delta_log``, ...). A retention shorter
+        than the table's raises ``ValueError`` unless ``enforce_retention_duration``
+        is False. A real run commits ``VACUUM START`` and ``VACUUM END`` (as Delta
+        Spark) around the deletes, which run in parallel batches;
+        ``progress(deleted, total)`` is called as they finish."""
+        return list(
+            self.vacuum_report(retention_hours, dry_run, enforce_retention_duration, progress)[
+                "files"
+            ]
+        )
+
+    def vacuum_report(
+        self,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`vacuum`, with what it found: ``files``, ``bytes``, ``dry_run`` and the
+        versions of the ``VACUUM START``/``END`` commits (``start_version``,
+        ``end_version``)."""
+        if retention_hours is not None and (
+            isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float)
+        ):
+            raise TypeError(f"retention_hours must be a number, not {retention_hours!r}")
+        return self._raw.vacuum(retention_hours, dry_run, enforce_retention_duration, progress)
+
+    def restore(self, target: int | datetime | str) -> dict[str, Any]:
+        """RESTORE the table to an earlier version (an int) or to the version at a
+        time (``datetime``, naive = UTC, or ISO-8601 text), as Delta Spark's
+        ``RESTORE TABLE ... TO VERSION AS OF``: files live then and not now come back
+        with the deletion vectors they had then, files live now and not then are
+        removed; the schema and properties come back, the protocol never
+        downgrades. Returns Delta's RESTORE metrics in snake_case
+        (``num_restored_files``, ``num_removed_files``, ``table_size_after_restore``,
+        ...), ``version`` (the new one) and ``restored_version``. A file VACUUM has
+        since removed makes it fail (``FileNotFoundError``), committing nothing."""
+        if isinstance(target, bool):
+            raise TypeError("target must be a version (int), datetime or ISO-8601 string")
+        if isinstance(target, int):
+            if target < 0:
+                raise ValueError(f"version must be >= 0, not {target}")
+            return self._raw.restore(target, None)
+        if isinstance(target, str | datetime):
+            return self._raw.restore(None, _millis(target))
+        raise TypeError(
+            f"target must be a version (int), datetime or ISO-8601 string, not {target!r}"
+        )
+
     def predicate_is_partition_only(self, predicate: str) -> bool:
         """Whether ``predicate`` (deltadv's SQL subset) names only partition
         columns, so a DELETE with it removes whole files unread. Raises

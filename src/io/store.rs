@@ -451,6 +451,69 @@ impl TableStore {
         Ok(!listing.objects.is_empty() || !listing.common_prefixes.is_empty())
     }
 
+    /// Every object under the table root, recursively (LISTs of the whole
+    /// tree, `_delta_log` included).
+    pub async fn list_all(&self) -> Result<Vec<object_store::ObjectMeta>> {
+        RequestCounts::bump(&self.counts.lists);
+        self.store
+            .list(Some(&self.root))
+            .try_collect()
+            .await
+            .map_err(|e| store_error(self.root.as_ref(), e))
+    }
+
+    /// The path of `location` (from [`TableStore::list_all`]) relative to the
+    /// table root, or None for an object outside it.
+    pub fn relative_to_root(&self, location: &Path) -> Option<String> {
+        let prefix: Vec<_> = self.root.parts().collect();
+        let mut parts = location.parts();
+        for p in &prefix {
+            if parts.next().as_ref() != Some(p) {
+                return None;
+            }
+        }
+        let rest: Vec<String> = parts.map(|p| p.as_ref().to_string()).collect();
+        (!rest.is_empty()).then(|| rest.join("/"))
+    }
+
+    /// DELETE many objects, in parallel batches (bulk deletes where the store
+    /// has them); ones already gone are fine. `done` is called with the
+    /// number deleted so far as deletes finish. Returns how many were deleted.
+    pub async fn delete_many(
+        &self,
+        paths: Vec<Path>,
+        done: &(dyn Fn(usize) + Sync),
+    ) -> Result<usize> {
+        use futures::StreamExt;
+        let n = paths.len();
+        let counts = self.counts.clone();
+        let stream = futures::stream::iter(paths.into_iter().map(Ok)).boxed();
+        let mut results = self.store.delete_stream(stream);
+        let mut deleted = 0;
+        while let Some(r) = results.next().await {
+            RequestCounts::bump(&counts.deletes);
+            match r {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {
+                    deleted += 1;
+                    done(deleted);
+                }
+                Err(e) => return Err(store_error(self.root.as_ref(), e)),
+            }
+        }
+        debug_assert!(deleted <= n);
+        Ok(deleted)
+    }
+
+    /// Whether an object exists (one HEAD).
+    pub async fn exists(&self, path: &Path) -> Result<bool> {
+        RequestCounts::bump(&self.counts.heads);
+        match self.store.head(path).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(store_error(path.as_ref(), e)),
+        }
+    }
+
     /// DELETE an object; one that is already gone is not an error.
     pub async fn delete(&self, path: &Path) -> Result<()> {
         RequestCounts::bump(&self.counts.deletes);

@@ -374,6 +374,35 @@ const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
     ("delta.identity.start", "an identity column"),
 ];
 
+/// The protocol that reads and writes both: the higher versions, the union
+/// of the features.
+pub fn merge_protocols(a: &Protocol, b: &Protocol) -> Protocol {
+    fn union(x: &Option<Vec<String>>, y: &Option<Vec<String>>) -> Option<Vec<String>> {
+        match (x, y) {
+            (None, None) => None,
+            _ => {
+                let mut out: Vec<String> = x.iter().flatten().cloned().collect();
+                for f in y.iter().flatten() {
+                    if !out.contains(f) {
+                        out.push(f.clone());
+                    }
+                }
+                Some(out)
+            }
+        }
+    }
+    let min_reader_version = a.min_reader_version.max(b.min_reader_version);
+    let min_writer_version = a.min_writer_version.max(b.min_writer_version);
+    Protocol {
+        min_reader_version,
+        min_writer_version,
+        reader_features: union(&a.reader_features, &b.reader_features)
+            .filter(|_| min_reader_version >= READER_FEATURES_VERSION),
+        writer_features: union(&a.writer_features, &b.writer_features)
+            .filter(|_| min_writer_version >= WRITER_FEATURES_VERSION),
+    }
+}
+
 /// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
 /// breaking the table's features or properties, naming what stands in the way.
 pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {

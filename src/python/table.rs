@@ -403,6 +403,99 @@ impl RawDeltaTable {
         super::maintain::metrics_dict(py, &metrics)
     }
 
+    /// VACUUM (see `crate::write::vacuum`): files deleted (or, in a dry run,
+    /// to delete) and what was recorded; reloads at the new version.
+    /// `progress(deleted, total)` is called as files are deleted.
+    #[pyo3(signature = (retention_hours=None, dry_run=true, enforce_retention_duration=true, progress=None))]
+    fn vacuum<'py>(
+        &mut self,
+        py: Python<'py>,
+        retention_hours: Option<f64>,
+        dry_run: bool,
+        enforce_retention_duration: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::write::vacuum::VacuumOptions {
+            retention_hours,
+            dry_run,
+            enforce_retention_duration,
+            ..Default::default()
+        };
+        let store = self.store.clone();
+        let result = py
+            .detach(|| -> crate::Result<_> {
+                let latest = block_on(Snapshot::load(store, None))??;
+                let report = |n: usize, total: usize| {
+                    if let Some(cb) = &progress {
+                        Python::attach(|py| {
+                            let _ = cb.call1(py, (n, total));
+                        });
+                    }
+                };
+                block_on(crate::write::vacuum::vacuum(&latest, &options, &report))?
+            })
+            .map_err(to_py)?;
+        if !dry_run {
+            self.load_version(py, None)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("files", result.files)?;
+        d.set_item("bytes", result.bytes)?;
+        d.set_item("dry_run", result.dry_run)?;
+        d.set_item("start_version", result.start_version)?;
+        d.set_item("end_version", result.end_version)?;
+        Ok(d)
+    }
+
+    /// RESTORE the latest version of the table to `version` (or the version
+    /// at `timestamp_ms`); its metrics; reloads at the new version.
+    #[pyo3(signature = (version=None, timestamp_ms=None))]
+    fn restore<'py>(
+        &mut self,
+        py: Python<'py>,
+        version: Option<u64>,
+        timestamp_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        use crate::write::restore::RestoreTarget;
+        let target = match (version, timestamp_ms) {
+            (Some(v), None) => RestoreTarget::Version(v),
+            (None, Some(ts)) => RestoreTarget::Timestamp(ts),
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "restore takes a version or a timestamp (one of them)",
+                ))
+            }
+        };
+        let store = self.store.clone();
+        let m = py
+            .detach(|| -> crate::Result<_> {
+                let latest = block_on(Snapshot::load(store, None))??;
+                block_on(crate::write::restore::restore(
+                    &latest,
+                    target,
+                    crate::write::transaction::DEFAULT_MAX_ATTEMPTS,
+                    crate::write::ENGINE_INFO,
+                ))?
+            })
+            .map_err(to_py)?;
+        self.reload(py, m.version)?;
+        let d = PyDict::new(py);
+        d.set_item("version", m.version)?;
+        d.set_item("restored_version", m.restored_version)?;
+        for (k, v) in &m.operation_metrics {
+            let value: Option<i64> = v.as_str().and_then(|s| s.parse().ok());
+            d.set_item(super::dml::snake(k), value)?;
+        }
+        set_outcome(
+            &d,
+            m.attempts,
+            0,
+            m.checkpointed,
+            m.checkpoint_error.as_deref(),
+        )?;
+        Ok(d)
+    }
+
     /// Remove the files compaction tasks wrote (`results`, as for
     /// `commit_compaction`) when the compaction is given up.
     fn abort_compaction(&self, py: Python<'_>, results: Vec<String>) -> PyResult<()> {

@@ -33,7 +33,9 @@ pub mod files;
 pub mod merge;
 pub mod metrics;
 pub mod optimize;
+pub mod restore;
 pub mod transaction;
+pub mod vacuum;
 
 use crate::error::{Error, Result};
 

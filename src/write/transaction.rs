@@ -163,6 +163,8 @@ pub struct Transaction<'a> {
     new_metadata: Option<Metadata>,
     max_attempts: u32,
     engine_info: String,
+    /// Commit even with no action but commitInfo (VACUUM START/END).
+    empty: bool,
 }
 
 fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
@@ -207,6 +209,7 @@ impl<'a> Transaction<'a> {
             new_metadata: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             engine_info: ENGINE_INFO.to_string(),
+            empty: false,
         })
     }
 
@@ -231,6 +234,7 @@ impl<'a> Transaction<'a> {
             new_metadata: Some(metadata),
             max_attempts: 1,
             engine_info: ENGINE_INFO.to_string(),
+            empty: false,
         }
     }
 
@@ -238,6 +242,13 @@ impl<'a> Transaction<'a> {
     /// mostly strings holding JSON).
     pub fn with_parameters(mut self, parameters: Map<String, Value>) -> Self {
         self.parameters = parameters;
+        self
+    }
+
+    /// Commit even when the changes have no action: a commit of only
+    /// `commitInfo` that records an event (Delta Spark's VACUUM START/END).
+    pub fn allow_empty(mut self) -> Self {
+        self.empty = true;
         self
     }
 
@@ -320,7 +331,10 @@ impl<'a> Transaction<'a> {
         loop {
             outcome.attempts += 1;
             let file_actions = changes.actions(&self.store).await?;
-            if file_actions.is_empty() && self.new_protocol.is_none() && self.new_metadata.is_none()
+            if file_actions.is_empty()
+                && self.new_protocol.is_none()
+                && self.new_metadata.is_none()
+                && !self.empty
             {
                 return Ok(outcome);
             }
