@@ -839,6 +839,53 @@ class DeltaTable:
             f"target must be a version (int), datetime or ISO-8601 string, not {target!r}"
         )
 
+    def disable_deletion_vectors(self) -> dict[str, Any]:
+        """Drop the ``deletionVectors`` table feature, as Delta Spark 4.4's ``ALTER
+        TABLE ... DROP FEATURE deletionVectors`` does: unset
+        ``delta.enableDeletionVectors`` (no new DVs), PURGE the existing ones, add
+        tombstones for DV files old versions still reference, write three barrier
+        checkpoints, then downgrade the protocol (without ``deletionVectors``, with
+        ``checkpointProtection``) and checkpoint it. Afterwards readers without DV
+        support read the table. Returns the version of each step (``version`` is the
+        downgrade's)."""
+        return self._raw.disable_deletion_vectors()
+
+    def generate_symlink_manifest(self) -> dict[str, Any]:
+        """Write Delta's ``_symlink_format_manifest`` (one manifest per partition) for
+        Presto/Trino/Athena, as Delta Spark's ``GENERATE symlink_format_manifest``.
+        Refused (:class:`~deltadv.DeltaProtocolError`) while any live file has a
+        deletion vector -- those engines would return deleted rows: :meth:`purge`
+        first -- and on column-mapped tables. Returns the manifests written."""
+        return self._raw.generate_symlink_manifest()
+
+    def dv_stats(self) -> pa.Table:
+        """Where deletes sit, one row per live file: ``path``, ``partition`` (the
+        partition values), ``num_records``, ``deleted_rows``, ``deleted_ratio``
+        (deleted / records; 0 without stats), ``size_bytes``, ``dv_storage_type``
+        and whether :meth:`purge` (``has_dv``) and :meth:`optimize` (ratio over
+        ``max_deleted_rows_ratio``) would rewrite it."""
+        adds = self.get_add_actions(flatten=False)
+        records = pc.fill_null(adds["num_records"], 0)
+        deleted = pc.fill_null(adds["dv_cardinality"], 0)
+        ratio = pc.if_else(
+            pc.greater(records, 0),
+            pc.divide(pc.cast(deleted, pa.float64()), pc.cast(records, pa.float64())),
+            0.0,
+        )
+        return pa.table(
+            {
+                "path": adds["path"],
+                "partition": adds["partition"],
+                "num_records": adds["num_records"],
+                "deleted_rows": pc.cast(deleted, pa.int64()),
+                "deleted_ratio": ratio,
+                "size_bytes": adds["size_bytes"],
+                "dv_storage_type": adds["dv_storage_type"],
+                "has_dv": pc.greater(deleted, 0),
+                "over_optimize_ratio": pc.greater(ratio, MAX_DELETED_ROWS_RATIO),
+            }
+        )
+
     def predicate_is_partition_only(self, predicate: str) -> bool:
         """Whether ``predicate`` (deltadv's SQL subset) names only partition
         columns, so a DELETE with it removes whole files unread. Raises

@@ -403,6 +403,44 @@ pub fn merge_protocols(a: &Protocol, b: &Protocol) -> Protocol {
     }
 }
 
+/// The table property Delta Spark sets when it drops a feature with
+/// checkpoint protection: checkpoints before this version must not be
+/// removed or rewritten (the `checkpointProtection` feature).
+pub const REQUIRE_CHECKPOINT_PROTECTION_BEFORE: &str =
+    "delta.requireCheckpointProtectionBeforeVersion";
+
+/// `protocol` without the reader-writer feature `name`, protected as Delta
+/// Spark's fast DROP FEATURE leaves it: the `checkpointProtection` writer
+/// feature added, and the reader version lowered to what the remaining
+/// reader features need (1 without any; 2 for column mapping alone, which
+/// legacy reader version 2 implies).
+pub fn drop_reader_writer_feature(p: &Protocol, name: &str) -> Protocol {
+    let reader: Vec<String> = reader_features(p)
+        .filter(|f| *f != name)
+        .map(str::to_string)
+        .collect();
+    let mut writer: Vec<String> = writer_features(p)
+        .filter(|f| *f != name)
+        .map(str::to_string)
+        .collect();
+    if !writer.iter().any(|f| f == "checkpointProtection") {
+        writer.push("checkpointProtection".to_string());
+    }
+    let (min_reader_version, reader_features) = if reader.is_empty() {
+        (1, None)
+    } else if reader.iter().all(|f| f == "columnMapping") {
+        (2, None)
+    } else {
+        (READER_FEATURES_VERSION, Some(reader))
+    };
+    Protocol {
+        min_reader_version,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features,
+        writer_features: Some(writer),
+    }
+}
+
 /// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
 /// breaking the table's features or properties, naming what stands in the way.
 pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {

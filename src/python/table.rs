@@ -496,6 +496,45 @@ impl RawDeltaTable {
         Ok(d)
     }
 
+    /// Drop the `deletionVectors` feature (see
+    /// `crate::write::drop_feature`); the version of each step; reloads.
+    fn disable_deletion_vectors<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let snapshot = self.snapshot.clone();
+        let r = py
+            .detach(|| {
+                block_on(crate::write::drop_feature::disable_deletion_vectors(
+                    &snapshot,
+                ))
+            })
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        self.load_version(py, None)?;
+        let d = PyDict::new(py);
+        d.set_item("version", r.downgrade_version)?;
+        d.set_item("unset_property_version", r.unset_property_version)?;
+        d.set_item("purge_version", r.purge_version)?;
+        d.set_item("purged_files", r.purged_files)?;
+        d.set_item("tombstones_version", r.tombstones_version)?;
+        d.set_item("dv_tombstones", r.dv_tombstones)?;
+        d.set_item("barrier_versions", r.barrier_versions)?;
+        Ok(d)
+    }
+
+    /// Write the symlink manifests of the loaded version (see
+    /// `crate::write::manifest`).
+    fn generate_symlink_manifest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let snapshot = self.snapshot.clone();
+        let r = py
+            .detach(|| block_on(crate::write::manifest::generate_symlink_manifest(&snapshot)))
+            .map_err(to_py)?
+            .map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("manifests", r.manifests)?;
+        d.set_item("data_files", r.data_files)?;
+        d.set_item("removed", r.removed)?;
+        Ok(d)
+    }
+
     /// Remove the files compaction tasks wrote (`results`, as for
     /// `commit_compaction`) when the compaction is given up.
     fn abort_compaction(&self, py: Python<'_>, results: Vec<String>) -> PyResult<()> {
