@@ -16,7 +16,7 @@
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read; [`scan::cdf`]: Change Data Feed reads | yes |
 //! | [`write::transaction`] | the one transaction every commit goes through: retries, conflict checks and rebases, in-commit timestamps, row ids, checkpoints | yes |
 //! | [`write::conflict`] | the pure conflict checker (winning commit + reads/changes → proceed, rebase, conflict) | no |
-//! | [`write`](mod@write) | data files + stats (and `cdc` change files), appends, table creation, DELETE, UPDATE, MERGE, checkpoints | yes |
+//! | [`write`](mod@write) | data files + stats (and `cdc` change files), appends, table creation, DELETE, UPDATE, MERGE, checkpoints; maintenance: [`write::optimize`] (PURGE/OPTIMIZE), [`write::vacuum`], [`write::restore`], [`write::drop_feature`], [`write::manifest`] | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|

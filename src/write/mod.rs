@@ -14,6 +14,10 @@
 //! [`conflict`] decides, without I/O, whether a transaction that lost the race
 //! for a version may proceed, must rebase row-level changes, or conflicts.
 //!
+//! Maintenance: [`optimize`] (REORG PURGE, OPTIMIZE), [`vacuum`], [`restore`],
+//! [`drop_feature`] (dropping `deletionVectors`) and [`manifest`] (symlink
+//! manifests) commit through the same transaction.
+//!
 //! Data: [`data`] turns Arrow batches into parquet data files and their add
 //! actions (with Delta stats); [`files`] writes then commits them (creating the
 //! table with [`create`] or appending with [`append`]), removing the files of
