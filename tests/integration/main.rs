@@ -17,6 +17,7 @@ mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
 mod layering;
+mod maintenance;
 mod merge;
 mod properties;
 mod scan_edges;
