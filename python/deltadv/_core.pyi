@@ -185,6 +185,7 @@ class RawDeltaTable:
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
         progress: Callable[[int, int], object] | None = None,
+        full: bool = True,
     ) -> dict[str, Any]: ...
     def restore(
         self, version: int | None = None, timestamp_ms: int | None = None

@@ -314,6 +314,7 @@ def _run_table_command(args: argparse.Namespace) -> int:
                 dry_run=not args.apply,
                 enforce_retention_duration=not args.no_enforce_retention,
                 progress=progress,
+                full=not args.lite,
             )
         verb = "would delete" if report["dry_run"] else "deleted"
         _emit(
@@ -389,6 +390,11 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--dry-run", action="store_true", help="only list (the default)")
     mode.add_argument("--apply", action="store_true", help="delete the files")
     v.add_argument("--retention-hours", type=float, default=None)
+    v.add_argument(
+        "--lite",
+        action="store_true",
+        help="only files of expired tombstones in the log (no listing; misses orphans)",
+    )
     v.add_argument(
         "--no-enforce-retention",
         action="store_true",

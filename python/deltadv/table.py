@@ -782,6 +782,7 @@ class DeltaTable:
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
         progress: Progress | None = None,
+        full: bool = True,
     ) -> list[str]:
         """Delete the files under the table root that no version inside the retention
         period reads (deltalake's and Delta Spark's VACUUM); returns them (relative
@@ -794,12 +795,16 @@ class DeltaTable:
         than the table's raises ``ValueError`` unless ``enforce_retention_duration``
         is False. A real run commits ``VACUUM START`` and ``VACUUM END`` (as Delta
         Spark) around the deletes, which run in parallel batches;
-        ``progress(deleted, total)`` is called as they finish."""
-        return list(
-            self.vacuum_report(retention_hours, dry_run, enforce_retention_duration, progress)[
-                "files"
-            ]
+        ``progress(deleted, total)`` is called as they finish.
+
+        ``full=True`` (the default, as Delta Spark's VACUUM) lists everything under the
+        root, so orphans of failed writes go too; ``full=False`` (deltalake's default,
+        Delta Spark's ``VACUUM LITE``) only takes the files of expired tombstones in the
+        log, without listing storage."""
+        report = self.vacuum_report(
+            retention_hours, dry_run, enforce_retention_duration, progress, full
         )
+        return list(report["files"])
 
     def vacuum_report(
         self,
@@ -807,6 +812,7 @@ class DeltaTable:
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
         progress: Progress | None = None,
+        full: bool = True,
     ) -> dict[str, Any]:
         """:meth:`vacuum`, with what it found: ``files``, ``bytes``, ``dry_run`` and the
         versions of the ``VACUUM START``/``END`` commits (``start_version``,
@@ -815,7 +821,9 @@ class DeltaTable:
             isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float)
         ):
             raise TypeError(f"retention_hours must be a number, not {retention_hours!r}")
-        return self._raw.vacuum(retention_hours, dry_run, enforce_retention_duration, progress)
+        return self._raw.vacuum(
+            retention_hours, dry_run, enforce_retention_duration, progress, full
+        )
 
     def restore(self, target: int | datetime | str) -> dict[str, Any]:
         """RESTORE the table to an earlier version (an int) or to the version at a

@@ -462,6 +462,45 @@ impl TableStore {
             .map_err(|e| store_error(self.root.as_ref(), e))
     }
 
+    /// Every file under the table root: its path relative to the root
+    /// (decoded), size and modification time. Directories for which
+    /// `descend(name)` is false are skipped where the store has directories
+    /// (a local table, walked with parallel threads); object stores are
+    /// listed whole and filtered after.
+    pub async fn list_files(
+        &self,
+        descend: fn(&str, &[String]) -> bool,
+        context: Vec<String>,
+    ) -> Result<Vec<ListedFile>> {
+        if self.url.scheme() == "file" {
+            if let Ok(dir) = self.url.to_file_path() {
+                RequestCounts::bump(&self.counts.lists);
+                return crate::io::spawn_blocking(move || walk_local(&dir, descend, &context))
+                    .await?;
+            }
+        }
+        let metas = self.list_all().await?;
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let relative = self.relative_to_root(&m.location)?;
+                let decoded = percent_encoding::percent_decode_str(&relative)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                let mut dirs = decoded.split('/').collect::<Vec<_>>();
+                dirs.pop();
+                if dirs.iter().any(|d| !descend(d, &context)) {
+                    return None;
+                }
+                Some(ListedFile {
+                    relative: decoded,
+                    size: m.size,
+                    last_modified_ms: m.last_modified.timestamp_millis(),
+                })
+            })
+            .collect())
+    }
+
     /// The path of `location` (from [`TableStore::list_all`]) relative to the
     /// table root, or None for an object outside it.
     pub fn relative_to_root(&self, location: &Path) -> Option<String> {
@@ -611,4 +650,121 @@ impl TableStore {
     pub fn inner(&self) -> Arc<dyn ObjectStore> {
         self.store.clone()
     }
+}
+
+/// A file found by [`TableStore::list_files`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    /// Relative to the table root, decoded (`part=a b/part-0.parquet`).
+    pub relative: String,
+    pub size: u64,
+    pub last_modified_ms: i64,
+}
+
+/// Walk a local directory tree: the top-level directories are shared among
+/// threads (stat calls dominate, and they overlap); symbolic links are not
+/// followed.
+fn walk_local(
+    root: &std::path::Path,
+    descend: fn(&str, &[String]) -> bool,
+    context: &[String],
+) -> Result<Vec<ListedFile>> {
+    use std::sync::Mutex;
+
+    fn io_error(path: &std::path::Path, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+    fn walk(
+        dir: &std::path::Path,
+        prefix: &str,
+        descend: fn(&str, &[String]) -> bool,
+        context: &[String],
+        out: &mut Vec<ListedFile>,
+        subdirs: Option<&mut Vec<(std::path::PathBuf, String)>>,
+    ) -> Result<()> {
+        let mut pending: Vec<(std::path::PathBuf, String)> = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+            let entry = entry.map_err(|e| io_error(dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
+            let relative = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if kind.is_dir() {
+                if descend(&name, context) {
+                    pending.push((entry.path(), relative));
+                }
+            } else if kind.is_file() {
+                let meta = entry.metadata().map_err(|e| io_error(&entry.path(), e))?;
+                let modified = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                out.push(ListedFile {
+                    relative,
+                    size: meta.len(),
+                    last_modified_ms: modified,
+                });
+            }
+        }
+        match subdirs {
+            Some(list) => list.extend(pending),
+            None => {
+                for (path, relative) in pending {
+                    walk(&path, &relative, descend, context, out, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    let mut top = Vec::new();
+    if !root.exists() {
+        return Ok(out);
+    }
+    walk(root, "", descend, context, &mut out, Some(&mut top))?;
+    let threads = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .clamp(1, 8);
+    let queue = Mutex::new(top);
+    let found = Mutex::new(Vec::new());
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let next = match queue.lock() {
+                    Ok(mut q) => q.pop(),
+                    Err(_) => None,
+                };
+                let Some((path, relative)) = next else {
+                    return;
+                };
+                let mut mine = Vec::new();
+                match walk(&path, &relative, descend, context, &mut mine, None) {
+                    Ok(()) => {
+                        if let Ok(mut f) = found.lock() {
+                            f.extend(mine);
+                        }
+                    }
+                    Err(e) => {
+                        if let Ok(mut slot) = failure.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    out.extend(found.into_inner().unwrap_or_default());
+    Ok(out)
 }

@@ -406,7 +406,7 @@ impl RawDeltaTable {
     /// VACUUM (see `crate::write::vacuum`): files deleted (or, in a dry run,
     /// to delete) and what was recorded; reloads at the new version.
     /// `progress(deleted, total)` is called as files are deleted.
-    #[pyo3(signature = (retention_hours=None, dry_run=true, enforce_retention_duration=true, progress=None))]
+    #[pyo3(signature = (retention_hours=None, dry_run=true, enforce_retention_duration=true, progress=None, full=true))]
     fn vacuum<'py>(
         &mut self,
         py: Python<'py>,
@@ -414,17 +414,18 @@ impl RawDeltaTable {
         dry_run: bool,
         enforce_retention_duration: bool,
         progress: Option<Py<PyAny>>,
+        full: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = crate::write::vacuum::VacuumOptions {
             retention_hours,
             dry_run,
             enforce_retention_duration,
+            lite: !full,
             ..Default::default()
         };
-        let store = self.store.clone();
         let result = py
             .detach(|| -> crate::Result<_> {
-                let latest = block_on(Snapshot::load(store, None))??;
+                let latest = self.latest_snapshot()?;
                 let report = |n: usize, total: usize| {
                     if let Some(cb) = &progress {
                         Python::attach(|py| {
@@ -883,6 +884,18 @@ impl RawDeltaTable {
             self.snapshot = Arc::new(snapshot);
         }
         Ok(())
+    }
+
+    /// The latest snapshot: the loaded one when no commit came after it (one
+    /// LIST of the log), else a fresh load.
+    fn latest_snapshot(&self) -> crate::Result<Arc<Snapshot>> {
+        let version = self.snapshot.version();
+        let after = crate::log::path::LogPath::Commit(version).file_name();
+        let files = block_on(crate::table::snapshot::list_log(&self.store, Some(&after)))??;
+        if files.iter().any(|f| f.is_commit() && f.version > version) {
+            return Ok(Arc::new(block_on(Snapshot::load(self.store.clone(), None))??));
+        }
+        Ok(self.snapshot.clone())
     }
 
     /// Reload after an UPDATE or MERGE; its metrics as a dict (Delta's

@@ -298,6 +298,17 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// Paths (URL-decoded) of the live files, in [`Snapshot::files`] order,
+    /// without materializing the files.
+    pub fn live_paths(&self) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.num_files());
+        out.extend(self.commit_files.iter().map(|f| f.path.clone()));
+        for (adds, live) in &self.checkpoint_adds {
+            out.extend(live.iter().map(|&row| normalize_path(adds.raw_path(row))));
+        }
+        out
+    }
+
     /// Path (URL-decoded) of live file `index` in [`Snapshot::files`] order.
     pub fn file_path(&self, index: usize) -> Option<String> {
         if let Some(f) = self.commit_files.get(index) {

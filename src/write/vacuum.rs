@@ -46,6 +46,11 @@ pub struct VacuumOptions {
     pub enforce_retention_duration: bool,
     /// The time VACUUM runs at (ms since the epoch); `None`: now.
     pub now_ms: Option<i64>,
+    /// LITE (deltalake's default, Delta Spark's `VACUUM LITE`): only the
+    /// files of expired tombstones in the log, without listing storage
+    /// (orphans of failed writes are not found). FULL (the default, Delta
+    /// Spark's): everything under the root no version in retention reads.
+    pub lite: bool,
     pub engine_info: String,
 }
 
@@ -56,6 +61,7 @@ impl Default for VacuumOptions {
             dry_run: true,
             enforce_retention_duration: true,
             now_ms: None,
+            lite: false,
             engine_info: super::ENGINE_INFO.to_string(),
         }
     }
@@ -92,17 +98,11 @@ fn is_hidden_file(name: &str) -> bool {
 /// The files VACUUM must keep: live files and unexpired tombstones, and
 /// their relative DV files (paths decoded, relative to the root).
 fn valid_files(snapshot: &Snapshot, cutoff: i64) -> Result<HashSet<String>> {
-    let mut keep = HashSet::new();
-    for f in snapshot.files()? {
-        if let Some(p) = f
-            .add
-            .deletion_vector
-            .as_ref()
-            .and_then(|d| d.relative_path())
-        {
+    let mut keep: HashSet<String> = snapshot.live_paths().into_iter().collect();
+    for (_, d) in snapshot.dv_descriptors()? {
+        if let Some(p) = d.relative_path() {
             keep.insert(p);
         }
-        keep.insert(f.path);
     }
     for r in snapshot.tombstones() {
         if r.deletion_timestamp.unwrap_or(0) < cutoff {
@@ -114,6 +114,28 @@ fn valid_files(snapshot: &Snapshot, cutoff: i64) -> Result<HashSet<String>> {
         keep.insert(normalize_path(&r.path));
     }
     Ok(keep)
+}
+
+/// LITE mode's candidates: the files (and DV files) of expired tombstones
+/// the log still holds, without listing storage.
+fn expired_tombstone_files(snapshot: &Snapshot, cutoff: i64) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for r in snapshot.tombstones() {
+        if r.deletion_timestamp.unwrap_or(0) >= cutoff {
+            continue;
+        }
+        let path = normalize_path(&r.path);
+        if path.contains("://") || path.starts_with('/') {
+            continue; // outside the table (absolute): never VACUUM's
+        }
+        out.push((path, r.size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0)));
+        if let Some(dv) = r.deletion_vector.as_ref() {
+            if let Some(p) = dv.relative_path() {
+                out.push((p, u64::from(dv.size_in_bytes())));
+            }
+        }
+    }
+    out
 }
 
 /// The retention in ms, checked against the table's.
@@ -161,22 +183,29 @@ pub async fn vacuum(
         }
     }
     let mut doomed: Vec<(String, object_store::path::Path, u64)> = Vec::new();
-    for meta in store.list_all().await? {
-        let Some(relative) = store.relative_to_root(&meta.location) else {
-            continue;
-        };
-        let decoded = normalize_path(&relative);
-        let mut parts: Vec<&str> = decoded.split('/').collect();
-        let Some(name) = parts.pop() else {
-            continue;
-        };
-        if is_hidden_file(name) || parts.iter().any(|d| is_hidden_dir(d, &partition_dirs)) {
-            continue;
+    if options.lite {
+        let mut seen = HashSet::new();
+        for (path, size) in expired_tombstone_files(snapshot, cutoff) {
+            if !keep.contains(&path) && seen.insert(path.clone()) {
+                let location = store.path(&path);
+                doomed.push((path, location, size));
+            }
         }
-        if keep.contains(&decoded) || meta.last_modified.timestamp_millis() >= cutoff {
-            continue;
+    } else {
+        let listed = store
+            .list_files(|name, partition_dirs| !is_hidden_dir(name, partition_dirs), partition_dirs)
+            .await?;
+        for f in listed {
+            let name = f.relative.rsplit('/').next().unwrap_or(&f.relative);
+            if is_hidden_file(name) {
+                continue;
+            }
+            if keep.contains(&f.relative) || f.last_modified_ms >= cutoff {
+                continue;
+            }
+            let location = store.path(&f.relative);
+            doomed.push((f.relative, location, f.size));
         }
-        doomed.push((decoded, meta.location, meta.size));
     }
     doomed.sort_by(|a, b| a.0.cmp(&b.0));
     let bytes: u64 = doomed.iter().map(|d| d.2).sum();
