@@ -893,7 +893,10 @@ impl RawDeltaTable {
         let after = crate::log::path::LogPath::Commit(version).file_name();
         let files = block_on(crate::table::snapshot::list_log(&self.store, Some(&after)))??;
         if files.iter().any(|f| f.is_commit() && f.version > version) {
-            return Ok(Arc::new(block_on(Snapshot::load(self.store.clone(), None))??));
+            return Ok(Arc::new(block_on(Snapshot::load(
+                self.store.clone(),
+                None,
+            ))??));
         }
         Ok(self.snapshot.clone())
     }

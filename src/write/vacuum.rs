@@ -128,7 +128,10 @@ fn expired_tombstone_files(snapshot: &Snapshot, cutoff: i64) -> Vec<(String, u64
         if path.contains("://") || path.starts_with('/') {
             continue; // outside the table (absolute): never VACUUM's
         }
-        out.push((path, r.size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0)));
+        out.push((
+            path,
+            r.size.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+        ));
         if let Some(dv) = r.deletion_vector.as_ref() {
             if let Some(p) = dv.relative_path() {
                 out.push((p, u64::from(dv.size_in_bytes())));
@@ -193,7 +196,10 @@ pub async fn vacuum(
         }
     } else {
         let listed = store
-            .list_files(|name, partition_dirs| !is_hidden_dir(name, partition_dirs), partition_dirs)
+            .list_files(
+                |name, partition_dirs| !is_hidden_dir(name, partition_dirs),
+                partition_dirs,
+            )
             .await?;
         for f in listed {
             let name = f.relative.rsplit('/').next().unwrap_or(&f.relative);
