@@ -19,6 +19,12 @@
 //! one is refused unless `enforce_retention_duration` is off. A real run is
 //! recorded as Delta Spark records it, by a `VACUUM START` commit before the
 //! deletes and a `VACUUM END` commit after them; a dry run only lists.
+//!
+//! FULL mode (the default, Delta Spark's) lists the whole tree once (a local
+//! table with parallel directory walks, hidden directories not descended);
+//! LITE mode (deltalake's default, Delta Spark's `VACUUM LITE`) lists
+//! nothing and takes only the files and DV files of expired tombstones the
+//! log still holds, so it misses orphans of failed writes.
 
 use std::collections::HashSet;
 
