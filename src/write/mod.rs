@@ -54,7 +54,8 @@ pub(crate) fn now_ms() -> i64 {
 pub const ENGINE_INFO: &str = concat!("deltadv/", env!("CARGO_PKG_VERSION"));
 
 /// Environment variable naming fault-injection points (comma separated), for
-/// tests: `dv_write`, `commit_put`, `after_commit`. Read once per process, at
+/// tests: `dv_write`, `data_write`, `commit_put`, `after_commit`,
+/// `vacuum_delete`. Read once per process, at
 /// the first write; [`set_fault_points`] replaces the set afterwards.
 pub const FAIL_AT_ENV: &str = "DELTADV_FAIL_AT";
 

@@ -257,11 +257,16 @@ pub async fn vacuum(
         .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
         .collect();
     let num_dirs = dirs.len() + 1;
-    let deleted = store
-        .delete_many(doomed.into_iter().map(|d| d.1).collect(), &|n| {
-            progress(n, total)
-        })
-        .await;
+    let deleted = match super::fail_point("vacuum_delete") {
+        Err(e) => Err(e),
+        Ok(()) => {
+            store
+                .delete_many(doomed.into_iter().map(|d| d.1).collect(), &|n| {
+                    progress(n, total)
+                })
+                .await
+        }
+    };
     let latest = Snapshot::load(store.clone(), None).await?;
     let (status, metrics) = match &deleted {
         Ok(n) => {
