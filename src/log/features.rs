@@ -235,7 +235,6 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
         &[
             WriteOperation::DeleteCopyOnWrite,
             WriteOperation::RewriteRows,
-            WriteOperation::Compact,
         ],
     ),
 ];

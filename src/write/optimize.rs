@@ -22,6 +22,9 @@
 //!    wrote: rows a concurrent DELETE removed never come back.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -36,7 +39,8 @@ use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Metadata, Protocol, Remove};
 use crate::log::features;
 use crate::log::replay::normalize_path;
-use crate::scan::{self, ScanFile, ScanSpec};
+use crate::log::schema::{DataType, StructField};
+use crate::scan::{self, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::{LiveFile, Snapshot};
 
 /// Delta Spark's default target file size for OPTIMIZE
@@ -187,6 +191,18 @@ pub fn plan(
     options: &CompactOptions,
 ) -> Result<CompactPlan> {
     features::check_compact(snapshot.protocol(), snapshot.metadata())?;
+    if features::configured_true(
+        &snapshot.metadata().configuration,
+        features::ENABLE_ROW_TRACKING,
+    ) && row_tracking_columns(snapshot.protocol(), snapshot.metadata()).is_none()
+    {
+        return Err(Error::Unsupported(format!(
+            "the table tracks row ids but does not name the columns to materialize them in \
+             ({} / {}): rewriting its files would change the rows' ids",
+            features::MATERIALIZED_ROW_ID,
+            features::MATERIALIZED_ROW_COMMIT_VERSION
+        )));
+    }
     if !(0.0..=1.0).contains(&options.max_deleted_rows_ratio) {
         return Err(Error::InvalidArgument(format!(
             "max_deleted_rows_ratio must be between 0 and 1, not {}",
@@ -307,13 +323,23 @@ impl CompactTask {
     pub async fn rewrite(&self, store: &TableStore) -> Result<Vec<Add>> {
         use futures::StreamExt;
 
-        let layout = TableLayout::of(&self.protocol, &self.metadata)?;
+        let mut layout = TableLayout::of(&self.protocol, &self.metadata)?;
+        let tracking = row_tracking_columns(&self.protocol, &self.metadata);
+        if let Some(columns) = &tracking {
+            // Rows keep their ids: read (and write) the materialized columns.
+            for c in columns {
+                layout
+                    .schema
+                    .fields
+                    .push(StructField::internal(c, DataType::Long));
+            }
+        }
         let spec = ScanSpec {
             schema: layout.schema.clone(),
             partition_columns: layout.partition_columns.clone(),
             column_mapping: layout.mode,
             columns: None,
-            with_metadata_columns: false,
+            with_metadata_columns: tracking.is_some(),
             filter: None,
             filter_rows: false,
         };
@@ -336,12 +362,18 @@ impl CompactTask {
                             deletion_vector: add.deletion_vector.clone(),
                             row_groups: None,
                         };
-                        scan::read_file(&store, &spec, &file).await
+                        let batches = scan::read_file(&store, &spec, &file).await?;
+                        Ok::<_, Error>((add, batches))
                     })
                 })
                 .buffered(READ_AHEAD);
-            while let Some(batches) = reads.next().await {
-                for batch in batches?? {
+            while let Some(read) = reads.next().await {
+                let (add, batches) = read??;
+                for batch in batches {
+                    let batch = match &tracking {
+                        Some([id, version]) => materialize_row_ids(&batch, &add, id, version)?,
+                        None => batch,
+                    };
                     writer.write(&batch).await?;
                 }
             }
@@ -376,6 +408,70 @@ impl CompactTask {
             source,
         })
     }
+}
+
+/// The hidden columns a table that tracks rows materializes row ids and
+/// row commit versions into (`delta.rowTracking.materialized…ColumnName`),
+/// when the protocol supports row tracking and both are named.
+fn row_tracking_columns(protocol: &Protocol, metadata: &Metadata) -> Option<[String; 2]> {
+    if !features::is_supported(protocol, "rowTracking") {
+        return None;
+    }
+    let id = metadata.property(features::MATERIALIZED_ROW_ID)?;
+    let version = metadata.property(features::MATERIALIZED_ROW_COMMIT_VERSION)?;
+    Some([id.to_string(), version.to_string()])
+}
+
+/// `batch` (table columns, the materialized columns `id` and `version`, then
+/// `_row_index` and `_file_path`) with every row's id and commit version
+/// filled in (a materialized value, else the file's `baseRowId` + the row's
+/// index and its `defaultRowCommitVersion`), without the metadata columns.
+fn materialize_row_ids(
+    batch: &RecordBatch,
+    add: &Add,
+    id: &str,
+    version: &str,
+) -> Result<RecordBatch> {
+    let long = |name: &str| -> Result<&Int64Array> {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+            .ok_or_else(|| Error::Internal(format!("row tracking: column {name} missing")))
+    };
+    let index = long(ROW_INDEX_COLUMN)?;
+    let fill = |old: &Int64Array, base: Option<i64>, add_index: bool| -> Int64Array {
+        (0..old.len())
+            .map(|i| {
+                if old.is_valid(i) {
+                    Some(old.value(i))
+                } else {
+                    base.map(|b| if add_index { b + index.value(i) } else { b })
+                }
+            })
+            .collect()
+    };
+    let new_ids: ArrayRef = Arc::new(fill(long(id)?, add.base_row_id, true));
+    let new_versions: ArrayRef =
+        Arc::new(fill(long(version)?, add.default_row_commit_version, false));
+    let schema = batch.schema();
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+        let name = field.name();
+        if name == ROW_INDEX_COLUMN || name == FILE_PATH_COLUMN {
+            continue;
+        }
+        fields.push(field.clone());
+        columns.push(if name == id {
+            new_ids.clone()
+        } else if name == version {
+            new_versions.clone()
+        } else {
+            column.clone()
+        });
+    }
+    RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), columns)
+        .map_err(|e| Error::Internal(format!("row tracking: {e}")))
 }
 
 /// Delta Spark's OPTIMIZE metrics over the added and removed files.

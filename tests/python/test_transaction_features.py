@@ -187,3 +187,37 @@ def test_copy_on_write_refused_with_row_tracking(
     with pytest.raises(deltadv.DeltaProtocolError, match="row ids"):
         deltadv.DeltaTable(path).delete("id = 1", allow_copy_on_write=True)
     assert spark.read.format("delta").load(path).count() == 5
+
+
+def test_purge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
+    """PURGE of a row-tracking table rewrites its files with the rows' ids and commit
+    versions materialized, so Delta Spark reads the same ids after it; then OPTIMIZE
+    (which merges files) keeps them too."""
+    spark = delta_spark
+    path = str(tmp_path / "rt")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='true')"
+    )
+    for lo in (0, N // 2):
+        values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES {values}")
+    before = _row_ids(spark, path)
+    t = deltadv.DeltaTable(path)
+    t.delete("id IN (1, 2, 3, 25, 39)")
+    gone = {1, 2, 3, 25, 39}
+    with_dvs = len(t.deletion_vectors())
+    m = t.purge()
+    assert with_dvs >= 2 and m["num_deletion_vectors_removed"] == with_dvs
+    assert not t.deletion_vectors()
+    spark.catalog.clearCache()
+    after = _row_ids(spark, path)
+    assert set(after) == set(range(N)) - gone
+    assert after == {i: before[i] for i in after}, "row ids changed by PURGE"
+    t.optimize()
+    spark.catalog.clearCache()
+    assert _row_ids(spark, path) == after, "row ids changed by OPTIMIZE"
+    assert len(t.files()) == 1
+    # Delta Spark's next insert still gets ids above everything assigned so far.
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (100, 's100')")
+    assert _row_ids(spark, path)[100][0] > max(rid for rid, _ in before.values())

@@ -49,10 +49,9 @@ impl StructField {
         let field = Field::new(name, dt, self.nullable);
         match (self.field_id(), mode) {
             (Some(id), _) => Ok(with_field_id(field, id)),
-            // A cdc file's `_change_type` is not a table column: no id.
-            (None, ColumnMappingMode::Id) if self.name == crate::log::cdf::CHANGE_TYPE_COLUMN => {
-                Ok(field)
-            }
+            // Not a table column (a cdc file's `_change_type`, a materialized
+            // row id): no id.
+            (None, ColumnMappingMode::Id) if self.is_internal() => Ok(field),
             (None, ColumnMappingMode::Id) => Err(schema_err(format!(
                 "column '{}' has no integer {COLUMN_ID_KEY} although column mapping mode is id",
                 self.name

@@ -48,6 +48,9 @@ use crate::error::{Error, Result};
 pub const COLUMN_MAPPING_MODE_KEY: &str = "delta.columnMapping.mode";
 /// Column metadata key holding a column's physical name.
 pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
+/// Marks an [`StructField::internal`] column (never written to a schema in
+/// the log).
+const INTERNAL_COLUMN_KEY: &str = "deltadv.internal";
 /// Column metadata key holding a column's id.
 pub const COLUMN_ID_KEY: &str = "delta.columnMapping.id";
 /// Column metadata key holding the ids of nested array/map slots.
@@ -549,8 +552,22 @@ impl StructField {
     /// The `_change_type` column of a `cdc` file: a string, stored under its
     /// own name whatever the table's column mapping.
     pub fn change_type_column() -> Self {
-        StructField::new(crate::log::cdf::CHANGE_TYPE_COLUMN, DataType::String, true)
-            .with_metadata([(PHYSICAL_NAME_KEY, crate::log::cdf::CHANGE_TYPE_COLUMN)])
+        StructField::internal(crate::log::cdf::CHANGE_TYPE_COLUMN, DataType::String)
+    }
+
+    /// A nullable column files may hold beside the table's (a cdc file's
+    /// `_change_type`, a materialized row id): stored under `name` whatever
+    /// the column mapping, without a field id.
+    pub fn internal(name: &str, data_type: DataType) -> Self {
+        StructField::new(name, data_type, true).with_metadata([
+            (PHYSICAL_NAME_KEY, Value::from(name)),
+            (INTERNAL_COLUMN_KEY, Value::Bool(true)),
+        ])
+    }
+
+    /// Whether this is an [`StructField::internal`] column.
+    pub fn is_internal(&self) -> bool {
+        self.metadata.get(INTERNAL_COLUMN_KEY) == Some(&Value::Bool(true))
     }
 
     /// The same field with these metadata entries added.
