@@ -117,6 +117,27 @@ pub struct Remove {
     pub default_row_commit_version: Option<i64>,
 }
 
+impl Remove {
+    /// The `remove` of a live file `add` at `timestamp` (ms): its partition
+    /// values, size, stats, tags, DV and row ids carried over, as Delta Spark
+    /// writes them (`extendedFileMetadata`).
+    pub fn of_add(add: &Add, timestamp: i64, data_change: bool) -> Remove {
+        Remove {
+            path: add.path.clone(),
+            deletion_timestamp: Some(timestamp),
+            data_change,
+            extended_file_metadata: Some(true),
+            partition_values: Some(add.partition_values.clone()),
+            size: Some(add.size),
+            stats: add.stats.clone(),
+            tags: add.tags.clone(),
+            deletion_vector: add.deletion_vector.clone(),
+            base_row_id: add.base_row_id,
+            default_row_commit_version: add.default_row_commit_version,
+        }
+    }
+}
+
 /// `txn` (application transaction id).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

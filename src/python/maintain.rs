@@ -56,10 +56,7 @@ pub(super) fn metrics_dict<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", m.version)?;
-    for (k, v) in &m.operation_metrics {
-        let value: Option<u64> = v.as_str().and_then(|s| s.parse().ok());
-        d.set_item(super::dml::snake(k), value)?;
-    }
+    set_metrics(&d, &m.operation_metrics)?;
     super::table::set_outcome(
         &d,
         m.attempts,
@@ -68,6 +65,18 @@ pub(super) fn metrics_dict<'py>(
         m.checkpoint_error.as_deref(),
     )?;
     Ok(d)
+}
+
+/// Delta's operationMetrics (string values) into `d`, in snake_case, as integers.
+pub(super) fn set_metrics(
+    d: &Bound<'_, PyDict>,
+    metrics: &serde_json::Map<String, serde_json::Value>,
+) -> PyResult<()> {
+    for (k, v) in metrics {
+        let value: Option<i64> = v.as_str().and_then(|s| s.parse().ok());
+        d.set_item(super::dml::snake(k), value)?;
+    }
+    Ok(())
 }
 
 /// Executor side of a compaction: rewrite one bin (`task`, from

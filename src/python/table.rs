@@ -483,10 +483,7 @@ impl RawDeltaTable {
         let d = PyDict::new(py);
         d.set_item("version", m.version)?;
         d.set_item("restored_version", m.restored_version)?;
-        for (k, v) in &m.operation_metrics {
-            let value: Option<i64> = v.as_str().and_then(|s| s.parse().ok());
-            d.set_item(super::dml::snake(k), value)?;
-        }
+        super::maintain::set_metrics(&d, &m.operation_metrics)?;
         set_outcome(
             &d,
             m.attempts,

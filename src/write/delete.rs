@@ -180,19 +180,7 @@ fn wide_stats(stats: Option<&str>, num_records: u64) -> String {
 }
 
 fn remove_of(add: &Add, now: i64) -> Remove {
-    Remove {
-        path: add.path.clone(),
-        deletion_timestamp: Some(now),
-        data_change: true,
-        extended_file_metadata: Some(true),
-        partition_values: Some(add.partition_values.clone()),
-        size: Some(add.size),
-        stats: add.stats.clone(),
-        tags: add.tags.clone(),
-        deletion_vector: add.deletion_vector.clone(),
-        base_row_id: add.base_row_id,
-        default_row_commit_version: add.default_row_commit_version,
-    }
+    Remove::of_add(add, now, true)
 }
 
 /// Number of physical rows of a data file (from stats, else its footer).

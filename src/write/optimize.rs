@@ -525,21 +525,7 @@ impl Changes for CompactChanges {
         let mut actions: Vec<Action> = self
             .removed
             .iter()
-            .map(|a| {
-                Action::Remove(Box::new(Remove {
-                    path: a.path.clone(),
-                    deletion_timestamp: Some(self.now),
-                    data_change: false,
-                    extended_file_metadata: Some(true),
-                    partition_values: Some(a.partition_values.clone()),
-                    size: Some(a.size),
-                    stats: a.stats.clone(),
-                    tags: a.tags.clone(),
-                    deletion_vector: a.deletion_vector.clone(),
-                    base_row_id: a.base_row_id,
-                    default_row_commit_version: a.default_row_commit_version,
-                }))
-            })
+            .map(|a| Action::Remove(Box::new(Remove::of_add(a, self.now, false))))
             .collect();
         actions.extend(self.added.iter().cloned().map(|a| Action::Add(Box::new(a))));
         Ok(actions)

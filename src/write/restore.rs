@@ -72,21 +72,11 @@ impl Changes for RestoreChanges {
                 Action::Add(Box::new(a))
             })
             .collect();
-        actions.extend(self.remove.iter().map(|a| {
-            Action::Remove(Box::new(Remove {
-                path: a.path.clone(),
-                deletion_timestamp: Some(self.now),
-                data_change: true,
-                extended_file_metadata: Some(true),
-                partition_values: Some(a.partition_values.clone()),
-                size: Some(a.size),
-                stats: a.stats.clone(),
-                tags: a.tags.clone(),
-                deletion_vector: a.deletion_vector.clone(),
-                base_row_id: a.base_row_id,
-                default_row_commit_version: a.default_row_commit_version,
-            }))
-        }));
+        actions.extend(
+            self.remove
+                .iter()
+                .map(|a| Action::Remove(Box::new(Remove::of_add(a, self.now, true)))),
+        );
         Ok(actions)
     }
 
