@@ -384,11 +384,13 @@ class DeltaTable:
                 pass  # outside deltadv's subset: Spark alone filters
         return table.scan_tasks(split_size=size, with_metadata=True)
 
-    def purge(self, partition_filters: PartitionFilters | None = None) -> dict[str, Any]:
+    def purge(
+        self, partition_filters: PartitionFilters | None = None, target_size: int | None = None
+    ) -> dict[str, Any]:
         """``REORG TABLE ... APPLY (PURGE)`` (see :meth:`deltadv.DeltaTable.purge`),
         one Spark task per bin of files: the executors rewrite the files, the
         driver commits once."""
-        return self._compact("purge", None, MAX_DELETED_ROWS_RATIO, partition_filters)
+        return self._compact("purge", target_size, MAX_DELETED_ROWS_RATIO, partition_filters)
 
     def optimize(
         self,

@@ -191,13 +191,13 @@ pub async fn vacuum(
             partition_dirs.push(f.physical_name(snapshot.column_mapping())?.to_string());
         }
     }
-    let mut doomed: Vec<(String, object_store::path::Path, u64)> = Vec::new();
+    // (relative path, size): their store paths are made only for a real run.
+    let mut doomed: Vec<(String, u64)> = Vec::new();
     if options.lite {
         let mut seen = HashSet::new();
         for (path, size) in expired_tombstone_files(snapshot, cutoff) {
             if !keep.contains(&path) && seen.insert(path.clone()) {
-                let location = store.path(&path);
-                doomed.push((path, location, size));
+                doomed.push((path, size));
             }
         }
     } else {
@@ -215,12 +215,11 @@ pub async fn vacuum(
             if keep.contains(&f.relative) || f.last_modified_ms >= cutoff {
                 continue;
             }
-            let location = store.path(&f.relative);
-            doomed.push((f.relative, location, f.size));
+            doomed.push((f.relative, f.size));
         }
     }
     doomed.sort_by(|a, b| a.0.cmp(&b.0));
-    let bytes: u64 = doomed.iter().map(|d| d.2).sum();
+    let bytes: u64 = doomed.iter().map(|d| d.1).sum();
     let mut result = VacuumResult {
         files: doomed.iter().map(|d| d.0.clone()).collect(),
         bytes,
@@ -261,7 +260,7 @@ pub async fn vacuum(
         Err(e) => Err(e),
         Ok(()) => {
             store
-                .delete_many(doomed.into_iter().map(|d| d.1).collect(), &|n| {
+                .delete_many(doomed.iter().map(|d| store.path(&d.0)).collect(), &|n| {
                     progress(n, total)
                 })
                 .await
