@@ -233,7 +233,8 @@ impl DeletionVectorDescriptor {
         )
     }
 
-    /// Attach `maxRowIndex` (optional in the log).
+    /// Attach `maxRowIndex` (kept in memory; never written to JSON: Delta Spark
+    /// requires it absent from the log).
     pub fn with_max_row_index(mut self, max_row_index: Option<u64>) -> Self {
         self.max_row_index = max_row_index;
         self
@@ -361,7 +362,10 @@ impl From<DeletionVectorDescriptor> for RawDescriptor {
             offset: d.offset.map(i64::from),
             size_in_bytes: i64::from(d.size_in_bytes),
             cardinality: d.cardinality as i64,
-            max_row_index: d.max_row_index.map(|m| m as i64),
+            // Transient in Delta Spark, which asserts it is absent from every
+            // add it writes (a RESTORE re-writing our adds would fail): read,
+            // never written.
+            max_row_index: None,
         }
     }
 }
@@ -475,9 +479,12 @@ mod tests {
         let json = r#"{"storageType":"u","pathOrInlineDv":"vBn[lx{q8@P<9BNH/isA","offset":1,"sizeInBytes":36,"cardinality":2,"maxRowIndex":9}"#;
         let d = DeletionVectorDescriptor::from_json(json).unwrap();
         assert_eq!(d.max_row_index(), Some(9));
+        // maxRowIndex is read but never written (Delta Spark asserts it absent).
+        let written = d.to_json();
+        assert!(!written.contains("maxRowIndex"), "{written}");
         assert_eq!(
-            DeletionVectorDescriptor::from_json(&d.to_json()).unwrap(),
-            d
+            DeletionVectorDescriptor::from_json(&written).unwrap(),
+            d.clone().with_max_row_index(None)
         );
     }
 }
