@@ -1123,6 +1123,66 @@ mod tests {
     }
 
     #[test]
+    fn merged_protocols_only_grow() {
+        let old = protocol(1, 2, &[], &[]);
+        let new = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &["deletionVectors", "appendOnly"],
+        );
+        let m = merge_protocols(&old, &new);
+        assert_eq!((m.min_reader_version, m.min_writer_version), (3, 7));
+        assert!(is_supported(&m, "deletionVectors"));
+        let both = merge_protocols(
+            &new,
+            &protocol(3, 7, &["columnMapping"], &["columnMapping"]),
+        );
+        assert!(is_supported(&both, "deletionVectors") && is_supported(&both, "columnMapping"));
+        // legacy versions without feature lists stay without them
+        let legacy = merge_protocols(&old, &protocol(1, 4, &[], &[]));
+        assert_eq!(
+            (legacy.min_reader_version, legacy.min_writer_version),
+            (1, 4)
+        );
+        assert!(legacy.writer_features.is_none());
+    }
+
+    #[test]
+    fn dropping_a_reader_writer_feature_lowers_the_reader_version() {
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &["deletionVectors", "appendOnly"],
+        );
+        let d = drop_reader_writer_feature(&p, "deletionVectors");
+        assert_eq!(d.min_reader_version, 1);
+        assert!(d.reader_features.is_none());
+        let w = d.writer_features.unwrap();
+        assert!(w.contains(&"checkpointProtection".to_string()));
+        assert!(!w.contains(&"deletionVectors".to_string()));
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors", "columnMapping"],
+            &["deletionVectors", "columnMapping"],
+        );
+        assert_eq!(
+            drop_reader_writer_feature(&p, "deletionVectors").min_reader_version,
+            2
+        );
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors", "v2Checkpoint"],
+            &["deletionVectors", "v2Checkpoint"],
+        );
+        let d = drop_reader_writer_feature(&p, "deletionVectors");
+        assert_eq!(d.reader_features, Some(vec!["v2Checkpoint".to_string()]));
+    }
+
+    #[test]
     fn property_rules_refuse_whatever_the_protocol() {
         for key in ["delta.appendOnly", "delta.enableChangeDataFeed"] {
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "TRUE")]);

@@ -320,3 +320,40 @@ def test_restore_matches_delta_spark(delta_spark: Any, tmp_path: Path) -> None:
     assert len(spark_rows(spark, ours, 2)) == N - 20
     with pytest.raises(ValueError, match="older than"):
         deltadv.DeltaTable(ours).restore(latest_version(ours))
+
+
+def test_purge_killed_midway_leaves_the_table_readable(delta_spark: Any, tmp_path: Path) -> None:
+    """SIGKILL after the first bin is rewritten, before the commit: the table reads
+    as before (its version unchanged), and a rerun completes."""
+    import signal
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    model = deleted_table(delta_spark, path, mapped=False)
+    version = latest_version(path)
+    code = (
+        "import time, deltadv\n"
+        "def progress(done, total):\n"
+        "    print('bins', done, 'of', total, flush=True)\n"
+        "    time.sleep(30)\n"
+        f"deltadv.DeltaTable({path!r}).purge(target_size=1, progress=progress)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("bins 1 of"), (line, proc.stderr.read() if proc.stderr else "")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert latest_version(path) == version
+    want = sorted_rows(list(model.values()))
+    assert spark_rows(delta_spark, path) == want
+    m = deltadv.DeltaTable(path).purge()
+    assert m["version"] == version + 1
+    assert spark_rows(delta_spark, path) == want
+    assert not deltadv.DeltaTable(path).deletion_vectors()
