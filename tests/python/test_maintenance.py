@@ -189,23 +189,26 @@ def test_purge_conflicts_with_a_concurrent_delete(delta_spark: Any, tmp_path: Pa
     assert spark_rows(delta_spark, path) == want
 
 
+@pytest.mark.parametrize("mode", ["purge", "optimize"])
 @pytest.mark.parametrize("point", ["data_write", "commit_put"])
-def test_purge_faults_leave_the_table_as_it_was(
-    delta_spark: Any, tmp_path: Path, point: str
+def test_compaction_faults_leave_the_table_as_it_was(
+    delta_spark: Any, tmp_path: Path, point: str, mode: str
 ) -> None:
     path = str(tmp_path / "t")
     model = deleted_table(delta_spark, path, mapped=False)
     t = deltadv.DeltaTable(path)
     version, files = t.version(), table_files(Path(path))
+    run = t.purge if mode == "purge" else t.optimize
     _set_fault_points(point)
     try:
         with pytest.raises(OSError, match=point):
-            t.purge()
+            run()
     finally:
         _set_fault_points("")
     assert deltadv.DeltaTable(path).version() == version
     assert table_files(Path(path)) == files
-    assert deltadv.DeltaTable(path).purge()["version"] == version + 1
+    rerun = deltadv.DeltaTable(path)
+    assert (rerun.purge() if mode == "purge" else rerun.optimize())["version"] == version + 1
     assert spark_rows(delta_spark, path) == sorted_rows(list(model.values()))
 
 
