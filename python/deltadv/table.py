@@ -999,6 +999,12 @@ class DeltaTable:
         """Object-store requests made through this table: gets, puts, lists, deletes, heads."""
         return self._raw.request_counts()
 
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream of the loaded version's rows (deletion vectors
+        applied), so ``pa.table(t)``, ``polars.DataFrame(t)`` and other Arrow
+        consumers take the table directly; :meth:`scan` chooses columns and filters."""
+        return self.scan().__arrow_c_stream__(requested_schema)
+
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
 

@@ -203,3 +203,18 @@ def test_illegal_duplicate_add(golden: Path, tmp_path: Path) -> None:
     f.write_text("\n".join([*lines, json.dumps(add)]) + "\n")
     with pytest.raises(deltadv.CorruptLogError, match=r"00000000000000000001\.json.*added twice"):
         DeltaTable(str(root))
+
+
+def test_table_is_an_arrow_stream(tmp_path: Path) -> None:
+    """pa.table() and polars.DataFrame() take the DeltaTable itself (deleted rows gone)."""
+    import polars as pl
+    import pyarrow as pa
+
+    from deltadv.write import write_table
+
+    path = str(tmp_path / "t")
+    write_table(path, pa.table({"id": pa.array(range(10), pa.int64())}))
+    t = deltadv.DeltaTable(path)
+    t.delete("id < 3")
+    assert sorted(pa.table(t).column("id").to_pylist()) == list(range(3, 10))
+    assert sorted(pl.DataFrame(t)["id"].to_list()) == list(range(3, 10))
