@@ -8,8 +8,10 @@ import numpy.typing as npt
 
 __all__ = [
     "ENGINE_INFO",
+    "ArrowBatch",
     "ArrowSchema",
     "ArrowStream",
+    "BatchReader",
     "DeletionVector",
     "DeletionVectorDescriptor",
     "RawDeltaTable",
@@ -140,6 +142,26 @@ class ArrowSchema:
     def __arrow_c_schema__(self) -> object: ...
 
 @final
+class ArrowBatch:
+    """One decoded record batch (``pyarrow.record_batch(b)`` takes it, zero-copy)."""
+
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None
+    ) -> tuple[object, object]: ...
+    def __len__(self) -> int: ...
+
+@final
+class BatchReader:
+    """Record batches decoded as they are pulled (one consumer, once)."""
+
+    @property
+    def schema(self) -> ArrowSchema: ...
+    def __iter__(self) -> BatchReader: ...
+    def __next__(self) -> ArrowBatch: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+
+@final
 class RawDeltaTable:
     """Native half of deltadv.DeltaTable."""
 
@@ -214,7 +236,8 @@ class RawDeltaTable:
         filter: str | None = None,
         with_metadata: bool = False,
         filter_json: str | None = None,
-    ) -> ArrowStream: ...
+        prefetch_files: int = ...,
+    ) -> BatchReader: ...
     def delete_rows(
         self,
         rows: dict[str, Any],
@@ -281,7 +304,7 @@ class RawDeltaTable:
     def enable_deletion_vectors(self) -> int: ...
 
 def _set_fault_points(points: str) -> None: ...
-def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> ArrowStream: ...
+def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> BatchReader: ...
 def write_table(
     table_uri: str,
     storage_options: dict[str, str],

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltadv._spark_util import _split_size, _to_arrow_schema
+from deltadv._spark_util import _split_size, _task_frame, _to_arrow_schema
 from deltadv.table import ChangeTask, ScanTask
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def _target_rows(
         return spark.createDataFrame([], schema)
     index = {p: i for i, p in enumerate(paths)}
     rows = [(t.json, index[json.loads(t.json)["path"]]) for t in tasks]
-    task_df = spark.createDataFrame(rows, "task string, file int")
+    task_df = _task_frame(spark, rows, "task string, file int")
     options = tasks[0].storage_options
     arrow = tasks[0].schema()
     keep = [n for n in arrow.names if n != "_file_path"]
@@ -166,7 +166,7 @@ def _target_rows(
                         [*b.select(keep).columns, ids], names=[*keep, _FILE_ID]
                     )
 
-    return task_df.repartition(len(tasks)).mapInArrow(read, schema)
+    return task_df.mapInArrow(read, schema)
 
 
 def _counting_writer(

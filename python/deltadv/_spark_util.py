@@ -32,3 +32,11 @@ def _split_size(spark: Any) -> int:
         return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
     except Exception:  # Spark Connect or an older API: the documented default
         return DEFAULT_SPLIT_SIZE
+
+
+def _task_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
+    """A DataFrame of ``rows`` (task descriptions, never credentials) with one
+    row per partition, distributed with ``parallelize``: no shuffle, so nothing
+    of the work is written to Spark's local disks on the way to the executors."""
+    rdd = spark.sparkContext.parallelize(rows, max(1, len(rows)))
+    return spark.createDataFrame(rdd, schema)

@@ -4,12 +4,13 @@ Three entry points: ``read()`` (below), ``spark.read.format("deltadv")`` after
 ``register(spark)`` (PySpark's Python Data Source API, in ``deltadv.datasource``),
 and ``DeltaTable.forPath(spark, path).delete(condition)``.
 
-``read()`` plans scan tasks on the driver (one per live data file), builds a small
-DataFrame with one row per task, and reads each task on the executors with
-``DataFrame.mapInArrow``: the Rust core fetches the file and its deletion vector
-and yields Arrow batches with the deleted rows already gone. Only the task's JSON
-crosses to executors; the Rust runtime and object-store clients are created there,
-per process.
+``read()`` plans scan tasks on the driver (one per live data file), distributes
+them with ``parallelize`` (one row per task and partition, no shuffle), and
+reads each task on the executors with ``DataFrame.mapInArrow``: the Rust core
+fetches the file and its deletion vector and streams Arrow batches with the
+deleted rows already gone. Only the task's JSON crosses to executors in rows;
+storage options travel inside the mapInArrow function; the Rust runtime and
+object-store clients are created there, per process.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from deltadv._spark_util import _split_size, _to_arrow_schema
+from deltadv._spark_util import _split_size, _task_frame, _to_arrow_schema
 from deltadv.exceptions import (
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -135,8 +136,7 @@ def _read_tasks(spark: SparkSession, tasks: list[ScanTask], schema: Any) -> Data
     """A DataFrame of the rows of ``tasks`` (one Spark task each), as ``schema``."""
     if not tasks:
         return spark.createDataFrame([], schema)
-    task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-    task_df = task_df.repartition(len(tasks))
+    task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
     return task_df.mapInArrow(_task_reader(tasks[0].storage_options), schema)
 
 
@@ -202,9 +202,9 @@ class DeltaTable:
             return table.delete_rows({}, inline_threshold=inline_threshold)
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
-        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
         reader = _task_reader(tasks[0].storage_options)
-        rows = task_df.repartition(len(tasks)).mapInArrow(reader, schema)
+        rows = task_df.mapInArrow(reader, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")
         files = sorted({json.loads(t.json)["path"] for t in tasks})
         delete_task = table.delete_task(
@@ -327,9 +327,9 @@ class DeltaTable:
             )
             return spark.createDataFrame([], schema)
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
-        task_df = spark.createDataFrame([(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
         reader = _task_reader(tasks[0].storage_options)
-        return task_df.repartition(len(tasks)).mapInArrow(reader, schema)
+        return task_df.mapInArrow(reader, schema)
 
     def alias(self, alias: str) -> DeltaTable:
         """This table under ``alias``, for MERGE conditions (``t.id = s.id``)."""
@@ -414,11 +414,11 @@ class DeltaTable:
         plan, tasks = table.compact_tasks(mode, target_size, ratio, partition_filters)
         results: list[str] = []
         if tasks:
-            task_df = self._spark.createDataFrame([(t,) for t in tasks], f"{TASK_COLUMN} string")
+            task_df = _task_frame(self._spark, [(t,) for t in tasks], f"{TASK_COLUMN} string")
             runner = _compact_runner(table.table_uri, self._options)
             # A failed task removes what it wrote; files of tasks that finished
             # before a failure are referenced by nothing (VACUUM removes them).
-            rows = task_df.repartition(len(tasks)).mapInArrow(runner, "added string").collect()
+            rows = task_df.mapInArrow(runner, "added string").collect()
             results = [r["added"] for r in rows]
         return table.commit_compaction(plan, results, partition_filters)
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltadv._core import (
+    BatchReader,
     DeletionVector,
     RawDeltaTable,
     prepare_changes,
@@ -49,6 +50,23 @@ Progress = Callable[[int, int], None]
 #: Delta Spark's default ``maxDeletedRowsRatio`` for OPTIMIZE.
 MAX_DELETED_ROWS_RATIO = 0.05
 
+#: Files a scan reads ahead of the consumer (each at most a couple of batches deep).
+DEFAULT_PREFETCH_FILES = 4
+
+
+def _reader(native: BatchReader) -> pa.RecordBatchReader:
+    """A pyarrow reader over a native batch stream: each batch is decoded when
+    pulled, and errors surface as deltadv's own exception types."""
+    return pa.RecordBatchReader.from_batches(
+        pa.schema(native.schema), (pa.record_batch(b) for b in native)
+    )
+
+
+def _prefetch(files: int) -> int:
+    if isinstance(files, bool) or not isinstance(files, int) or files < 1:
+        raise ValueError(f"prefetch_files must be a positive integer, not {files!r}")
+    return files
+
 
 def _filter_args(filter: Filter | None) -> tuple[str | None, str | None]:
     """``filter`` as the native calls take it: (SQL text, tree JSON)."""
@@ -76,10 +94,9 @@ class ScanTask:
         self.storage_options = dict(storage_options or {})
 
     def read(self) -> pa.RecordBatchReader:
-        """A stream of the file's rows (Arrow record batches), deleted rows gone."""
-        return pa.RecordBatchReader.from_stream(
-            read_scan_task(self.json, self.storage_options or None)
-        )
+        """A stream of the file's rows (Arrow record batches), deleted rows gone,
+        decoded as they are pulled."""
+        return _reader(read_scan_task(self.json, self.storage_options or None))
 
     def schema(self) -> pa.Schema:
         return pa.schema(scan_task_schema(self.json))
@@ -259,7 +276,11 @@ class DeltaTable:
         return dict(self._raw.deletion_vectors())
 
     def scan(
-        self, columns: list[str] | None = None, filter: Filter | None = None
+        self,
+        columns: list[str] | None = None,
+        filter: Filter | None = None,
+        *,
+        prefetch_files: int = DEFAULT_PREFETCH_FILES,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -272,9 +293,15 @@ class DeltaTable:
         :mod:`deltadv.datasource` builds from Spark's filters). Only matching
         rows are returned; files and row groups it rules out (by partition
         values, file statistics and parquet row-group statistics) are not read.
+
+        The reader is a stream: batches are decoded as they are pulled, with at
+        most ``prefetch_files`` files being read ahead (each a couple of batches
+        deep), so memory stays bounded whatever the table's size. Errors (a
+        missing data file, a corrupt DV) are raised as deltadv's typed
+        exceptions by the read that meets them.
         """
         sql, tree = _filter_args(filter)
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, False, tree))
+        return _reader(self._raw.scan(columns, sql, False, tree, _prefetch(prefetch_files)))
 
     def to_pyarrow_table(
         self, columns: list[str] | None = None, filter: Filter | None = None
@@ -320,7 +347,7 @@ class DeltaTable:
         """Like :meth:`scan`, plus ``_row_index`` (the row's physical index in its
         data file) and ``_file_path`` (the data file) columns, for targeted DML."""
         sql, tree = _filter_args(filter)
-        return pa.RecordBatchReader.from_stream(self._raw.scan(columns, sql, True, tree))
+        return _reader(self._raw.scan(columns, sql, True, tree, DEFAULT_PREFETCH_FILES))
 
     def delete(
         self,

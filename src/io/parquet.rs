@@ -51,6 +51,21 @@ impl AsyncFileReader for StoreFileReader {
         .boxed()
     }
 
+    /// The column chunks of a row group in as few GETs as the store allows
+    /// (see [`TableStore::get_ranges`]), instead of one GET per chunk.
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<Range<u64>>,
+    ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        async move {
+            self.store
+                .get_ranges(&self.path, &ranges)
+                .await
+                .map_err(to_parquet)
+        }
+        .boxed()
+    }
+
     fn get_metadata<'a>(
         &'a mut self,
         options: Option<&'a ArrowReaderOptions>,

@@ -11,6 +11,7 @@ use roaring::RoaringTreemap;
 
 mod dml;
 mod maintain;
+mod stream;
 mod table;
 mod write;
 
@@ -561,6 +562,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::RawDeltaTable>()?;
     m.add_class::<table::ArrowStream>()?;
     m.add_class::<table::ArrowSchema>()?;
+    m.add_class::<stream::BatchReader>()?;
+    m.add_class::<stream::ArrowBatch>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fault_points, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;

@@ -78,6 +78,12 @@ pub struct ArrowSchema {
     schema: SchemaRef,
 }
 
+impl ArrowSchema {
+    pub fn new(schema: SchemaRef) -> Self {
+        ArrowSchema { schema }
+    }
+}
+
 #[pymethods]
 impl ArrowSchema {
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
@@ -305,10 +311,11 @@ impl RawDeltaTable {
         .map_err(to_py)
     }
 
-    /// Read every live file (DVs applied) as one Arrow stream; with a
+    /// Stream every live file (DVs applied) as Arrow batches, decoded as
+    /// they are pulled with up to `prefetch_files` files read ahead; with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None))]
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES))]
     fn scan(
         &self,
         py: Python<'_>,
@@ -316,9 +323,10 @@ impl RawDeltaTable {
         filter: Option<String>,
         with_metadata: bool,
         filter_json: Option<String>,
-    ) -> PyResult<ArrowStream> {
+        prefetch_files: usize,
+    ) -> PyResult<super::stream::BatchReader> {
         let filter = filter_of(filter, filter_json).map_err(to_py)?;
-        let (schema, batches) = py
+        let (schema, stream) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
                 spec.with_metadata_columns = with_metadata;
@@ -333,11 +341,15 @@ impl RawDeltaTable {
                     )?));
                     spec.filter_rows = true;
                 }
-                let batches = block_on(crate::scan::read_snapshot(&self.snapshot, &spec))??;
-                Ok((schema, batches))
+                let stream = block_on(crate::scan::stream_snapshot(
+                    &self.snapshot,
+                    &spec,
+                    prefetch_files,
+                ))??;
+                Ok((schema, stream))
             })
             .map_err(to_py)?;
-        Ok(ArrowStream::new(schema, batches))
+        Ok(super::stream::BatchReader::new(schema, stream))
     }
 
     /// Plan a REORG PURGE (`mode="purge"`) or OPTIMIZE (`"optimize"`) of
@@ -958,25 +970,26 @@ pub(super) fn set_outcome(
     d.set_item("checkpoint_error", checkpoint_error)
 }
 
-/// Read one scan task (its JSON) into an Arrow stream, DVs applied. Runs on
-/// Spark executors: the process runtime is created here, after any fork.
+/// Stream one scan task (its JSON) as Arrow batches, DVs applied, decoded as
+/// they are pulled. Runs on Spark executors: the process runtime is created
+/// here, after any fork.
 #[pyfunction]
 #[pyo3(signature = (task, storage_options=None))]
 pub fn read_scan_task(
     py: Python<'_>,
     task: &str,
     storage_options: Option<HashMap<String, String>>,
-) -> PyResult<ArrowStream> {
-    let (schema, batches) = py
+) -> PyResult<super::stream::BatchReader> {
+    let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
             let task =
                 crate::scan::task::ScanTask::from_json(task, storage_options.unwrap_or_default())?;
             let schema = task.output_schema()?;
-            let batches = block_on(task.read())??;
-            Ok((schema, batches))
+            let stream = block_on(task.stream())??;
+            Ok((schema, stream))
         })
         .map_err(to_py)?;
-    Ok(ArrowStream::new(schema, batches))
+    Ok(super::stream::BatchReader::new(schema, stream))
 }
 
 /// The Arrow schema a scan task returns.

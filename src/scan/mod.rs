@@ -408,11 +408,11 @@ pub(crate) fn parquet_error(file: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Read one scan file: DV applied as a row selection, row groups the filter
-/// rules out skipped, columns projected by physical name (or field id),
-/// renamed to logical names and cast to the table's types, partition columns
-/// filled in, columns missing from the file as nulls; with `filter_rows`, only
-/// the rows the filter matches.
+/// A stream of record batches: pulled one at a time, never collected.
+pub type BatchStream = futures::stream::BoxStream<'static, Result<RecordBatch>>;
+
+/// Read one scan file into memory (see [`stream_file`], which this collects:
+/// for tests and callers that need a whole file, e.g. a copy-on-write rewrite).
 pub async fn read_file(
     store: &TableStore,
     spec: &ScanSpec,
@@ -439,9 +439,27 @@ pub async fn read_file_with(
     file: &ScanFile,
     deleted: DeletedRows,
 ) -> Result<Vec<RecordBatch>> {
-    let exact = spec.filter.as_deref().filter(|_| spec.filter_rows);
+    stream_file(store, spec, file, deleted)
+        .await?
+        .try_collect()
+        .await
+}
+
+/// Stream one scan file: DV applied as a row selection, row groups the filter
+/// rules out (or the DV empties) skipped, columns projected by physical name
+/// (or field id), renamed to logical names and cast to the table's types,
+/// partition columns filled in, columns missing from the file as nulls; with
+/// `filter_rows`, only the rows the filter matches. The footer and the DV are
+/// read before this returns; batches are decoded as they are pulled.
+pub async fn stream_file(
+    store: &TableStore,
+    spec: &ScanSpec,
+    file: &ScanFile,
+    deleted: DeletedRows,
+) -> Result<BatchStream> {
+    let exact = spec.filter.clone().filter(|_| spec.filter_rows);
     let Some(filter) = exact else {
-        return read_file_columns(store, spec, file, deleted).await;
+        return stream_file_columns(store, spec, file, deleted).await;
     };
     // Read the filter's columns too, filter, then project to what was asked.
     let out_schema = spec.output_schema()?;
@@ -474,30 +492,34 @@ pub async fn read_file_with(
                 .map_err(|e| Error::Schema(e.to_string()))
         })
         .collect::<Result<_>>()?;
-    let mut out = Vec::new();
-    for batch in read_file_columns(store, &inner, file, deleted).await? {
-        let kept = filter.filter(&batch)?;
-        if kept.num_rows() > 0 {
-            out.push(
+    let path = file.path.clone();
+    let batches = stream_file_columns(store, &inner, file, deleted).await?;
+    Ok(batches
+        .try_filter_map(move |batch| {
+            let out = filter.filter(&batch).and_then(|kept| {
+                if kept.num_rows() == 0 {
+                    return Ok(None);
+                }
                 kept.project(&indexes)
-                    .map_err(|e| parquet_error(&file.path, e))?,
-            );
-        }
-    }
-    Ok(out)
+                    .map(Some)
+                    .map_err(|e| parquet_error(&path, e))
+            });
+            futures::future::ready(out)
+        })
+        .boxed())
 }
 
-async fn read_file_columns(
+async fn stream_file_columns(
     store: &TableStore,
     spec: &ScanSpec,
     file: &ScanFile,
     deleted: DeletedRows,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<BatchStream> {
     let out_schema = spec.output_schema()?;
     let meta = load_metadata(store, file).await?;
     let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
     if chosen.is_empty() {
-        return Ok(Vec::new());
+        return Ok(futures::stream::empty().boxed());
     }
     let location = store.resolve(&file.path)?;
     let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
@@ -524,6 +546,11 @@ async fn read_file_columns(
         (DeletedRows::Load, None) => None,
     };
     let plan = selection::plan(&row_group_rows, &chosen, deleted.as_ref(), &file.path)?;
+    drop(deleted);
+    if plan.row_groups.is_empty() {
+        // Every row the scan would read is deleted: nothing is fetched.
+        return Ok(futures::stream::empty().boxed());
+    }
 
     // Physical names of the requested data columns, and where each comes from.
     let file_schema = builder.schema().clone();
@@ -568,25 +595,50 @@ async fn read_file_columns(
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted_roots);
     let stream = builder
         .with_projection(mask)
-        .with_row_groups(chosen)
+        .with_row_groups(plan.row_groups.clone())
         .with_row_selection(plan.selection.clone())
         .with_row_selection_policy(selection_policy())
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| parquet_error(&file.path, e))?;
-    let batches: Vec<RecordBatch> = stream
-        .try_collect()
-        .await
-        .map_err(|e| data_file_error(&file.path, e))?;
+    let mut shape = BatchShape {
+        out_schema,
+        sources,
+        spec: spec.clone(),
+        file: file.clone(),
+        kept: selection::KeptRows::new(plan.kept),
+        path_column: None,
+    };
+    let path = file.path.clone();
+    Ok(stream
+        .map(move |batch| {
+            batch
+                .map_err(|e| data_file_error(&path, e))
+                .and_then(|b| shape.apply(b))
+        })
+        .boxed())
+}
 
-    let mut kept = plan.kept_rows();
-    // One file-path column for the largest batch, sliced (zero-copy) per batch.
-    let mut path_column: Option<ArrayRef> = None;
-    let mut out = Vec::with_capacity(batches.len());
-    for batch in batches {
+/// Turns the parquet reader's batches of one file into the scan's output
+/// batches (logical names and types, partition and metadata columns).
+struct BatchShape {
+    out_schema: SchemaRef,
+    sources: Vec<Source>,
+    spec: ScanSpec,
+    file: ScanFile,
+    /// Physical indexes of the rows still to come, in output order.
+    kept: selection::KeptRows,
+    /// One file-path column for the largest batch, sliced (zero-copy) per batch.
+    path_column: Option<ArrayRef>,
+}
+
+impl BatchShape {
+    fn apply(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
         let n = batch.num_rows();
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(out_schema.fields().len());
-        for (field, source) in out_schema.fields().iter().zip(&sources) {
+        let spec = &self.spec;
+        let file = &self.file;
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.out_schema.fields().len());
+        for (field, source) in self.out_schema.fields().iter().zip(&self.sources) {
             let column: ArrayRef = match source {
                 Source::File(physical) => {
                     let c = batch.column_by_name(physical).cloned().ok_or_else(|| {
@@ -614,33 +666,30 @@ async fn read_file_columns(
                     schema::partition_array(name, &delta.data_type, &values)?
                 }
                 Source::RowIndex => Arc::new(Int64Array::from_iter_values(
-                    kept.by_ref()
+                    self.kept
                         .take(n)
                         .map(|i| i64::try_from(i).unwrap_or(i64::MAX)),
                 )),
-                Source::FilePath => match &path_column {
+                Source::FilePath => match &self.path_column {
                     Some(a) if a.len() >= n => a.slice(0, n),
                     _ => {
                         let a: ArrayRef = Arc::new(arrow_array::StringArray::from_iter_values(
                             std::iter::repeat_n(file.path.as_str(), n),
                         ));
-                        path_column = Some(a.clone());
+                        self.path_column = Some(a.clone());
                         a
                     }
                 },
             };
             columns.push(column);
         }
-        out.push(
-            RecordBatch::try_new_with_options(
-                out_schema.clone(),
-                columns,
-                &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-            )
-            .map_err(|e| parquet_error(&file.path, e))?,
-        );
+        RecordBatch::try_new_with_options(
+            self.out_schema.clone(),
+            columns,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| parquet_error(&file.path, e))
     }
-    Ok(out)
 }
 
 enum Source {
@@ -674,13 +723,34 @@ fn selection_policy() -> parquet::arrow::arrow_reader::RowSelectionPolicy {
 /// 25% faster in benches/bench_scan.py).
 const BATCH_ROWS: usize = 8192;
 
-/// Files a snapshot scan reads at once (each decoded on a runtime worker).
-const SCAN_CONCURRENCY: usize = 4;
+/// Files a snapshot scan reads ahead by default: each is decoded on a runtime
+/// worker, at most [`BATCHES_AHEAD`] batches ahead of the consumer.
+pub const DEFAULT_PREFETCH_FILES: usize = 4;
 
-/// Read a whole snapshot: the DVs of all planned files fetched together
-/// (one coalesced GET per DV file, not one per data file), then files
-/// decoded in parallel on the runtime's workers, batches in file order.
+/// Decoded batches a file being read ahead may hold before the consumer takes
+/// them.
+const BATCHES_AHEAD: usize = 2;
+
+/// Read a whole snapshot into memory (see [`stream_snapshot`], which this
+/// collects: for tests and small tables).
 pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<RecordBatch>> {
+    stream_snapshot(snapshot, spec, DEFAULT_PREFETCH_FILES)
+        .await?
+        .try_collect()
+        .await
+}
+
+/// Stream a whole snapshot, batches in file order: the DVs of all planned
+/// files are fetched first (one coalesced GET per DV file, not one per data
+/// file); then up to `prefetch_files` files are read at once on the runtime's
+/// workers, each at most a few batches ahead of the consumer. Memory stays
+/// bounded by `prefetch_files` (row groups being decoded, plus a few batches
+/// each), whatever the table's size.
+pub async fn stream_snapshot(
+    snapshot: &Snapshot,
+    spec: &ScanSpec,
+    prefetch_files: usize,
+) -> Result<BatchStream> {
     let store = snapshot.store().clone();
     let files = plan(snapshot, spec.filter.as_deref())?;
     let descriptors: Vec<&DeletionVectorDescriptor> = files
@@ -694,22 +764,71 @@ pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<R
             Some(_) => maps.next(),
             None => None,
         };
-        work.push((file, deleted));
+        work.push((file, DeletedRows::Known(deleted)));
     }
-    let results: Vec<Result<Result<Vec<RecordBatch>>>> = futures::stream::iter(work)
-        .map(|(file, deleted)| {
+    Ok(stream_files(store, spec.clone(), work, prefetch_files))
+}
+
+/// Stream `files` in order, up to `prefetch_files` of them read ahead at once
+/// (each in its own runtime task, a bounded channel of batches apiece).
+pub fn stream_files(
+    store: TableStore,
+    spec: ScanSpec,
+    files: Vec<(ScanFile, DeletedRows)>,
+    prefetch_files: usize,
+) -> BatchStream {
+    let spec = Arc::new(spec);
+    futures::stream::iter(files)
+        .map(move |(file, deleted)| {
             let store = store.clone();
             let spec = spec.clone();
-            crate::io::runtime::spawn(async move {
-                read_file_with(&store, &spec, &file, DeletedRows::Known(deleted)).await
-            })
+            async move { read_ahead(store, spec, file, deleted) }
         })
-        .buffered(SCAN_CONCURRENCY)
-        .collect()
-        .await;
-    let mut out = Vec::new();
-    for r in results {
-        out.extend(r??);
-    }
-    Ok(out)
+        .buffered(prefetch_files.max(1))
+        .flatten()
+        .boxed()
+}
+
+/// Start reading one file in a runtime task; its batches come through a
+/// bounded channel (the task waits while the channel is full, and stops if
+/// the consumer goes away). Must be called within the runtime.
+pub fn read_ahead(
+    store: TableStore,
+    spec: Arc<ScanSpec>,
+    file: ScanFile,
+    deleted: DeletedRows,
+) -> BatchStream {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(BATCHES_AHEAD);
+    let path = file.path.clone();
+    let task = tokio::spawn(async move {
+        let mut batches = match stream_file(&store, &spec, &file, deleted).await {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        while let Some(item) = batches.next().await {
+            let failed = item.is_err();
+            if tx.send(item).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    // When the channel closes, the task has ended: a task that died (a
+    // panic) must not look like a file that simply ended.
+    futures::stream::unfold(Some((rx, task, path)), |state| async move {
+        let (mut rx, task, path) = state?;
+        match rx.recv().await {
+            Some(item) => Some((item, Some((rx, task, path)))),
+            None => match task.await {
+                Ok(()) => None,
+                Err(e) => Some((
+                    Err(Error::Internal(format!("reading {path} failed: {e}"))),
+                    None,
+                )),
+            },
+        }
+    })
+    .boxed()
 }

@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 /// The selection for a file and the physical row ranges it keeps, in order.
 #[derive(Debug, Clone)]
 pub struct SelectionPlan {
+    /// The chosen row groups that keep at least one row (ascending): a row
+    /// group the DV empties is neither fetched nor decoded.
+    pub row_groups: Vec<usize>,
+    /// The rows to read within `row_groups`.
     pub selection: RowSelection,
     /// Kept physical rows as (start, len) runs, in output order.
     pub kept: Vec<(u64, u64)>,
@@ -32,6 +36,38 @@ impl SelectionPlan {
     /// Number of rows the selection keeps.
     pub fn kept_count(&self) -> u64 {
         self.kept.iter().map(|(_, len)| len).sum()
+    }
+}
+
+/// Physical indexes of a plan's kept rows, handed out batch by batch.
+#[derive(Debug, Clone, Default)]
+pub struct KeptRows {
+    runs: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl KeptRows {
+    pub fn new(runs: Vec<(u64, u64)>) -> Self {
+        KeptRows { runs: runs.into() }
+    }
+
+    /// The next `n` kept rows (fewer if the plan has fewer left).
+    pub fn take(&mut self, n: usize) -> impl Iterator<Item = u64> {
+        let mut out = Vec::with_capacity(n);
+        let mut left = n as u64;
+        while left > 0 {
+            let Some((start, len)) = self.runs.front_mut() else {
+                break;
+            };
+            let step = (*len).min(left);
+            out.extend(*start..*start + step);
+            *start += step;
+            *len -= step;
+            left -= step;
+            if *len == 0 {
+                self.runs.pop_front();
+            }
+        }
+        out.into_iter()
     }
 }
 
@@ -85,6 +121,7 @@ pub fn plan(
     };
     // One pass over the deleted rows for the whole file (row groups ascending).
     let mut deleted_rows = deleted.map(|d| d.iter().peekable());
+    let mut read_groups = Vec::with_capacity(chosen.len());
     for rg in chosen {
         let (Some(&start), Some(&rows)) = (starts.get(rg), row_group_rows.get(rg)) else {
             return Err(Error::InvalidArgument(format!(
@@ -93,6 +130,19 @@ pub fn plan(
             )));
         };
         let end = start + rows;
+        if rows == 0 {
+            continue;
+        }
+        if let Some(all) = deleted {
+            if all.range_cardinality(start..end) == rows {
+                // The DV deletes the whole row group: skip it entirely.
+                if let Some(it) = deleted_rows.as_mut() {
+                    while it.next_if(|r| *r < end).is_some() {}
+                }
+                continue;
+            }
+        }
+        read_groups.push(rg);
         let mut cursor = start;
         if let Some(it) = deleted_rows.as_mut() {
             // Deleted rows of row groups not read.
@@ -106,6 +156,7 @@ pub fn plan(
         push(true, cursor, end - cursor, &mut kept);
     }
     Ok(SelectionPlan {
+        row_groups: read_groups,
         selection: RowSelection::from(selectors),
         kept,
     })
@@ -143,5 +194,21 @@ mod tests {
     fn no_dv_selects_everything() {
         let p = plan(&[4, 4], &[0, 1], None, "f").unwrap();
         assert_eq!(p.kept, vec![(0, 8)]);
+        assert_eq!(p.row_groups, vec![0, 1]);
+    }
+
+    #[test]
+    fn row_groups_the_dv_empties_are_not_read() {
+        let mut dv: RoaringTreemap = (100u64..250).collect();
+        dv.insert(5);
+        let p = plan(&[100, 150, 50], &[0, 1, 2], Some(&dv), "f").unwrap();
+        assert_eq!(p.row_groups, vec![0, 2]);
+        assert_eq!(p.kept, vec![(0, 5), (6, 94), (250, 50)]);
+        assert_eq!(p.selection.row_count(), 149);
+        let mut kept = KeptRows::new(p.kept.clone());
+        let first: Vec<u64> = kept.take(7).collect();
+        assert_eq!(first, vec![0, 1, 2, 3, 4, 6, 7]);
+        assert_eq!(kept.take(1000).count(), 149 - 7);
+        assert_eq!(kept.take(3).count(), 0);
     }
 }

@@ -14,9 +14,10 @@ use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::cdf::{self, ChangedRows};
 use crate::log::schema::{ColumnMappingMode, StructField, StructType};
-use crate::scan::{read_file, read_file_with, DeletedRows, ScanFile, ScanSpec};
+use crate::scan::{stream_file, BatchStream, DeletedRows, ScanFile, ScanSpec};
 use crate::table::dv;
 use crate::table::snapshot::Snapshot;
+use futures::{StreamExt, TryStreamExt};
 
 /// One unit of scan work, as JSON-able data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,9 +145,15 @@ impl ScanTask {
         })
     }
 
-    /// Read this task's rows (DVs applied; for a change data feed task, the
-    /// rows the commit changed, with the change columns).
+    /// Read this task's rows into memory (see [`ScanTask::stream`], which
+    /// this collects).
     pub async fn read(&self) -> Result<Vec<RecordBatch>> {
+        self.stream().await?.try_collect().await
+    }
+
+    /// Stream this task's rows (DVs applied; for a change data feed task, the
+    /// rows the commit changed, with the change columns), decoded as pulled.
+    pub async fn stream(&self) -> Result<BatchStream> {
         let store = TableStore::open(&self.table_uri, &self.storage_options)?;
         let mut file = ScanFile {
             path: self.path.clone(),
@@ -157,7 +164,7 @@ impl ScanTask {
         };
         let spec = self.spec()?;
         let Some(change) = &self.change else {
-            return read_file(&store, &spec, &file).await;
+            return stream_file(&store, &spec, &file, DeletedRows::Load).await;
         };
         let deleted = match &change.rows {
             ChangedRows::CdcFile => {
@@ -176,17 +183,17 @@ impl ScanTask {
                     keep -= dv::load_one(&store, except).await?;
                 }
                 if keep.is_empty() {
-                    return Ok(Vec::new());
+                    return Ok(futures::stream::empty().boxed());
                 }
                 DeletedRows::KeepOnly(keep)
             }
         };
         let schema = self.output_schema()?;
-        let batches = read_file_with(&store, &spec, &file, deleted).await?;
-        batches
-            .into_iter()
-            .map(|b| with_change_columns(b, change, &schema))
-            .collect()
+        let change = change.clone();
+        Ok(stream_file(&store, &spec, &file, deleted)
+            .await?
+            .map(move |b| b.and_then(|b| with_change_columns(b, &change, &schema)))
+            .boxed())
     }
 
     /// The Arrow schema of what [`ScanTask::read`] returns.

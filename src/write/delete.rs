@@ -618,10 +618,10 @@ pub async fn delete_where(
     predicate: Option<&str>,
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
-    use futures::StreamExt;
+    use futures::{StreamExt, TryStreamExt};
 
     use crate::expr::{Binding, Predicate};
-    use crate::scan::{self, ScanSpec};
+    use crate::scan::{self, DeletedRows, ScanSpec};
 
     let started = Instant::now();
     let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
@@ -663,17 +663,26 @@ pub async fn delete_where(
                     // Decoded on a runtime worker: several files in parallel.
                     let (task_store, task_spec, task_file) =
                         (store.clone(), spec.clone(), file.clone());
-                    let batches = crate::io::runtime::spawn(async move {
-                        scan::read_file(&task_store, &task_spec, &task_file).await
+                    // Streamed: only the matching rows' indexes are kept.
+                    rows = crate::io::runtime::spawn(async move {
+                        let mut batches = scan::stream_file(
+                            &task_store,
+                            &task_spec,
+                            &task_file,
+                            DeletedRows::Load,
+                        )
+                        .await?;
+                        let mut rows = RoaringTreemap::new();
+                        while let Some(batch) = batches.try_next().await? {
+                            let col = batch
+                                .column_by_name(scan::ROW_INDEX_COLUMN)
+                                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
+                                .ok_or_else(|| Error::Schema("row index column missing".into()))?;
+                            rows.extend(col.values().iter().filter_map(|v| u64::try_from(*v).ok()));
+                        }
+                        Ok::<_, Error>(rows)
                     })
                     .await??;
-                    for batch in batches {
-                        let col = batch
-                            .column_by_name(scan::ROW_INDEX_COLUMN)
-                            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
-                            .ok_or_else(|| Error::Schema("row index column missing".into()))?;
-                        rows.extend(col.values().iter().filter_map(|v| u64::try_from(*v).ok()));
-                    }
                 }
                 Ok((file.path, rows))
             }

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use futures::TryStreamExt;
 use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -310,7 +311,7 @@ impl ChangeWriter {
                 deletion_vector: None,
                 row_groups: None,
             };
-            let batches = scan::read_file_with(
+            let mut batches = scan::stream_file(
                 &self.store,
                 &spec,
                 &file,
@@ -318,7 +319,7 @@ impl ChangeWriter {
             )
             .await?;
             let updated = cd.updated.get(key);
-            for batch in batches {
+            while let Some(batch) = batches.try_next().await? {
                 let indexes = optional_column::<Int64Array>(&batch, ROW_INDEX_COLUMN)?
                     .ok_or_else(|| Error::Internal("old rows read without their index".into()))?;
                 let types: Vec<&'static str> = indexes
@@ -787,8 +788,6 @@ pub async fn update_where(
     assignments: &[(String, String)],
     options: &DmlOptions,
 ) -> Result<DmlMetrics> {
-    use futures::StreamExt;
-
     let started = Instant::now();
     let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
     let schema = snapshot.schema();
@@ -821,21 +820,15 @@ pub async fn update_where(
     // Time spent writing (the rest of the loop waits for reads).
     let mut rewrite = std::time::Duration::ZERO;
     let written = async {
-        let mut reads = futures::stream::iter(files)
-            .map(|file| {
-                let (task_store, task_spec) = (store.clone(), spec.clone());
-                crate::io::runtime::spawn(async move {
-                    scan::read_file(&task_store, &task_spec, &file).await
-                })
-            })
-            .buffered(delete::READ_CONCURRENCY);
-        while let Some(batches) = reads.next().await {
-            for batch in batches?? {
-                let t = Instant::now();
-                let updated = apply_assignments(&batch, &set)?;
-                writer.write(&updated).await?;
-                rewrite += t.elapsed();
-            }
+        // Candidate files streamed a few ahead of the writer, batch by batch.
+        let work = files.into_iter().map(|f| (f, DeletedRows::Load)).collect();
+        let mut reads =
+            scan::stream_files(store.clone(), spec.clone(), work, delete::READ_CONCURRENCY);
+        while let Some(batch) = reads.try_next().await? {
+            let t = Instant::now();
+            let updated = apply_assignments(&batch, &set)?;
+            writer.write(&updated).await?;
+            rewrite += t.elapsed();
         }
         let t = Instant::now();
         let out = writer.finish().await;

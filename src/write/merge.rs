@@ -42,7 +42,7 @@ use arrow_array::{
 };
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use roaring::{RoaringBitmap, RoaringTreemap};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -1323,7 +1323,7 @@ async fn process_file(
     spec: ScanSpec,
     file: ScanFile,
 ) -> Result<FileOutcome> {
-    let batches = scan::read_file(&store, &spec, &file).await?;
+    let mut batches = scan::stream_file(&store, &spec, &file, scan::DeletedRows::Load).await?;
     let mut out = FileOutcome {
         path: file.path.clone(),
         changes: Vec::new(),
@@ -1332,8 +1332,8 @@ async fn process_file(
         acted: RoaringTreemap::new(),
         counts: Counts::default(),
     };
-    for batch in &batches {
-        plan.process_batch(chunk.as_deref(), &pass, batch, &mut out)?;
+    while let Some(batch) = batches.try_next().await? {
+        plan.process_batch(chunk.as_deref(), &pass, &batch, &mut out)?;
     }
     Ok(out)
 }

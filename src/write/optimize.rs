@@ -40,7 +40,7 @@ use crate::log::actions::{Action, Add, Metadata, Protocol, Remove};
 use crate::log::features;
 use crate::log::replay::normalize_path;
 use crate::log::schema::{DataType, StructField};
-use crate::scan::{self, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::scan::{self, DeletedRows, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::{LiveFile, Snapshot};
 
 /// Delta Spark's default target file size for OPTIMIZE
@@ -321,7 +321,7 @@ impl CompactTask {
     /// add actions (`dataChange=false`). On a failure the files written so
     /// far are removed.
     pub async fn rewrite(&self, store: &TableStore) -> Result<Vec<Add>> {
-        use futures::StreamExt;
+        use futures::{StreamExt, TryStreamExt};
 
         let mut layout = TableLayout::of(&self.protocol, &self.metadata)?;
         let tracking = row_tracking_columns(&self.protocol, &self.metadata);
@@ -351,25 +351,23 @@ impl CompactTask {
         let written = async {
             // Files are read (decoded on the runtime's workers) a few ahead of
             // the writer, which encodes in this task.
+            let spec = Arc::new(spec);
             let mut reads = futures::stream::iter(self.bin.files.clone())
                 .map(|add| {
-                    let (store, spec) = (store.clone(), spec.clone());
-                    crate::io::runtime::spawn(async move {
-                        let file = ScanFile {
-                            path: normalize_path(&add.path),
-                            size: u64::try_from(add.size).unwrap_or(0),
-                            partition_values: add.partition_values.clone(),
-                            deletion_vector: add.deletion_vector.clone(),
-                            row_groups: None,
-                        };
-                        let batches = scan::read_file(&store, &spec, &file).await?;
-                        Ok::<_, Error>((add, batches))
-                    })
+                    let file = ScanFile {
+                        path: normalize_path(&add.path),
+                        size: u64::try_from(add.size).unwrap_or(0),
+                        partition_values: add.partition_values.clone(),
+                        deletion_vector: add.deletion_vector.clone(),
+                        row_groups: None,
+                    };
+                    let batches =
+                        scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load);
+                    futures::future::ready((add, batches))
                 })
                 .buffered(READ_AHEAD);
-            while let Some(read) = reads.next().await {
-                let (add, batches) = read??;
-                for batch in batches {
+            while let Some((add, mut batches)) = reads.next().await {
+                while let Some(batch) = batches.try_next().await? {
                     let batch = match &tracking {
                         Some([id, version]) => materialize_row_ids(&batch, &add, id, version)?,
                         None => batch,

@@ -31,8 +31,10 @@ def dv_contents(golden: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Any:
-    """One local[2] SparkSession for the whole test session (~10 s to start)."""
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One local[2] SparkSession for the whole test session (~10 s to start). It
+    logs events and keeps its local files in the test's temporary folders, so a
+    test can look through them (tests/python/test_spark_secrets.py)."""
     import sys
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -62,6 +64,10 @@ def spark() -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         # Delta Spark replays its log in 50 partitions by default: slow on 2 cores.
         .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.compress", "false")  # Spark 4 compresses by default
+        .config("spark.eventLog.dir", str(tmp_path_factory.mktemp("spark-events")))
+        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

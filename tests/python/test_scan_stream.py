@@ -1,0 +1,136 @@
+"""Scans are streams: batches are decoded as they are pulled, a bounded number
+of files ahead; a reader dropped early stops reading; an error met mid-stream is
+raised by the read that meets it, as deltadv's own exception type; row groups a
+deletion vector empties are never fetched."""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from deltadv import DeltaTable
+from deltadv._sample import make_table
+
+FILES, ROWS = 12, 1000
+
+
+def _gets(t: DeltaTable) -> int:
+    return t.request_counts()["gets"]
+
+
+def _ids_without(deleted: dict[int, list[int]], rows: int = ROWS, files: int = FILES) -> list[int]:
+    gone = {f * rows + r for f, rs in deleted.items() for r in rs}
+    return [i for i in range(files * rows) if i not in gone]
+
+
+@pytest.fixture
+def many_files(tmp_path: Path) -> tuple[Path, dict[int, list[int]]]:
+    deleted = {1: [0, 5, 999], 7: list(range(0, ROWS, 2))}
+    make_table(tmp_path / "t", files=FILES, rows_per_file=ROWS, deleted=deleted)
+    return tmp_path / "t", deleted
+
+
+def test_scan_reads_files_only_as_they_are_pulled(
+    many_files: tuple[Path, dict[int, list[int]]],
+) -> None:
+    root, deleted = many_files
+    t = DeltaTable(str(root))
+    before = _gets(t)
+    reader = t.scan(prefetch_files=1)
+    first = reader.read_next_batch()
+    assert first.num_rows > 0
+    time.sleep(0.3)  # read-ahead tasks get every chance to run further
+    early = _gets(t) - before
+    # The DV file, then one file at a time (its footer, its row group): the
+    # other files are not touched until the consumer gets to them.
+    assert early <= 1 + 2 * 2, early
+    rest = reader.read_all()
+    full = _gets(t) - before
+    assert full >= 1 + 2 * FILES
+    ids = first.column("id").to_pylist() + rest.column("id").to_pylist()
+    assert ids == _ids_without(deleted)
+
+
+def test_a_dropped_reader_stops_reading(many_files: tuple[Path, dict[int, list[int]]]) -> None:
+    root, _ = many_files
+    t = DeltaTable(str(root))
+    before = _gets(t)
+    reader = t.scan(prefetch_files=2)
+    reader.read_next_batch()
+    del reader
+    gc.collect()
+    time.sleep(0.3)
+    after_drop = _gets(t) - before
+    time.sleep(0.3)
+    assert _gets(t) - before == after_drop  # nothing reads on behind our back
+    assert after_drop < 1 + 2 * FILES
+
+
+@pytest.mark.parametrize("prefetch", [1, 3, 64])
+def test_prefetch_depth_does_not_change_rows_or_order(
+    many_files: tuple[Path, dict[int, list[int]]], prefetch: int
+) -> None:
+    root, deleted = many_files
+    table = DeltaTable(str(root)).scan(prefetch_files=prefetch).read_all()
+    assert table.column("id").to_pylist() == _ids_without(deleted)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5])
+def test_prefetch_must_be_a_positive_integer(
+    many_files: tuple[Path, dict[int, list[int]]], bad: object
+) -> None:
+    with pytest.raises(ValueError, match="prefetch_files"):
+        DeltaTable(str(many_files[0])).scan(prefetch_files=bad)  # type: ignore[arg-type]
+
+
+def test_missing_file_mid_stream_raises_file_not_found(
+    many_files: tuple[Path, dict[int, list[int]]],
+) -> None:
+    root, _ = many_files
+    t = DeltaTable(str(root))
+    victim = sorted(t.files())[FILES // 2]
+    (root / victim).unlink()
+    reader = t.scan(prefetch_files=1)
+    got = 0
+    with pytest.raises(FileNotFoundError, match=victim.split("/")[-1]):
+        for batch in reader:
+            got += batch.num_rows
+    assert got > 0  # the files before it were streamed first
+
+
+def test_scan_task_read_is_a_stream(many_files: tuple[Path, dict[int, list[int]]]) -> None:
+    root, deleted = many_files
+    t = DeltaTable(str(root))
+    tasks = t.scan_tasks()
+    reader = tasks[7].read()
+    assert isinstance(reader, pa.RecordBatchReader)
+    ids = reader.read_all().column("id").to_pylist()
+    assert ids == [7 * ROWS + r for r in range(ROWS) if r not in set(deleted[7])]
+
+
+def _row_group_table(root: Path, deleted_rows: list[int]) -> DeltaTable:
+    make_table(root, files=1, rows_per_file=4000, deleted={0: deleted_rows}, row_group_size=1000)
+    return DeltaTable(str(root))
+
+
+def test_row_groups_a_dv_empties_are_not_fetched(tmp_path: Path) -> None:
+    # Same file shape, same number of deleted rows: in one, all of row groups 1
+    # and 2 are deleted; in the other, the deletes are spread over every group.
+    emptied = _row_group_table(tmp_path / "emptied", list(range(1000, 3000)))
+    spread = _row_group_table(tmp_path / "spread", list(range(0, 4000, 2)))
+
+    def scan_gets(t: DeltaTable) -> tuple[int, list[int]]:
+        before = _gets(t)
+        ids = t.scan().read_all().column("id").to_pylist()
+        return _gets(t) - before, ids
+
+    gets_emptied, ids_emptied = scan_gets(emptied)
+    gets_spread, ids_spread = scan_gets(spread)
+    assert ids_emptied == list(range(0, 1000)) + list(range(3000, 4000))
+    assert ids_spread == list(range(1, 4000, 2))
+    # One GET per row group read (its column chunks, coalesced): two fewer.
+    assert gets_emptied == gets_spread - 2, (gets_emptied, gets_spread)
