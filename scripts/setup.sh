@@ -24,4 +24,6 @@ if command -v mvn >/dev/null 2>&1; then
 else
     echo "setup: mvn not found; Delta Spark oracle tests will fail until .cache/jars is filled" >&2
 fi
+# Azurite and fake-gcs-server (the Azure and GCS store tests' servers) into .cache.
+bash scripts/fetch-test-servers.sh
 echo "setup: done ($(.venv/bin/python -c 'import deltadv; print("deltadv", deltadv.__version__)'))"
