@@ -126,7 +126,7 @@ def _azure_request(method: str, url: str) -> tuple[int, bytes]:
     }
     canonical_headers = "".join(f"{k}:{headers[k]}\n" for k in sorted(headers))
     resource = f"/{AZURE_ACCOUNT}{parsed.path}"
-    query = urllib.parse.parse_qs(parsed.query)
+    query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
     for key in sorted(query):
         resource += f"\n{key.lower()}:{','.join(sorted(query[key]))}"
     to_sign = method + "\n" * 12 + canonical_headers + resource
@@ -137,13 +137,13 @@ def _azure_request(method: str, url: str) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status), response.read()
     except urllib.error.HTTPError as e:
-        return int(e.code), b""
+        return int(e.code), e.read()
 
 
 def azure_create_container(endpoint: str, container: str) -> None:
-    status, _ = _azure_request("PUT", f"{endpoint}/{container}?restype=container")
+    status, body = _azure_request("PUT", f"{endpoint}/{container}?restype=container")
     if status != 201:
-        raise RuntimeError(f"creating Azurite container {container!r}: HTTP {status}")
+        raise RuntimeError(f"creating Azurite container {container!r}: HTTP {status} {body!r}")
 
 
 def azure_list(endpoint: str, container: str, prefix: str) -> list[str]:
