@@ -127,6 +127,11 @@ def to_rdd(df: Any) -> int:
     return int(df._jdf.queryExecution().toRdd().count())
 
 
+def sum5(df: Any) -> Any:
+    """A five-column aggregate (every column read, one row back to the driver)."""
+    return df.selectExpr("sum(id)", "sum(k)", "sum(x)", "sum(y)", "sum(length(s))").collect()[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/tmp/deltadv-bench-spark-read", help="built if missing")
@@ -188,6 +193,7 @@ def main() -> None:
 
     print("\nwarm-up: count(), then one toRdd and one noop pass of each reader")
     noop_error: dict[str, str] = {}
+    sums: dict[str, tuple[Any, ...]] = {}
     for name, make_df in readers.items():
         t0 = time.perf_counter()
         n = make_df().count()
@@ -196,20 +202,30 @@ def main() -> None:
         if n != want[name]:
             sys.exit(f"FAIL: {name} counted {n:,} rows, expected {want[name]:,}")
         to_rdd(make_df())
+        sums[name] = tuple(sum5(make_df()))
         try:
             noop(make_df())
         except Exception as e:  # Delta Spark 4.4 on a DV table: see the docstring
             noop_error[name] = str(e).splitlines()[0][:120]
             print(f"  {name:<15} noop write FAILS: {noop_error[name]}")
 
+    ours_sum, theirs_sum = sums["deltadv"], sums["Delta Spark"]
+    # id, k and length(s) sum exactly; x and y are doubles (order-dependent sums).
+    exact = all(ours_sum[i] == theirs_sum[i] for i in (0, 1, 4))
+    close = all(
+        abs(ours_sum[i] - theirs_sum[i]) <= 1e-6 * max(1.0, abs(theirs_sum[i])) for i in (2, 3)
+    )
+    if not (exact and close):
+        sys.exit(f"FAIL: sums differ: deltadv {ours_sum} vs Delta Spark {theirs_sum}")
+
     # name -> sink -> [(total, plan)]; rounds rotate which reader goes first.
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {
-        name: {"toRdd": [], "noop": []} for name in readers
+        name: {"toRdd": [], "noop": [], "sum5": []} for name in readers
     }
     names = list(readers)
     for i in range(args.repeat):
         for name in names[i % len(names) :] + names[: i % len(names)]:
-            sinks: list[tuple[str, Callable[[Any], Any]]] = [("toRdd", to_rdd)]
+            sinks: list[tuple[str, Callable[[Any], Any]]] = [("toRdd", to_rdd), ("sum5", sum5)]
             if name not in noop_error:
                 sinks.append(("noop", noop))
             for sink, run in sinks:
@@ -220,14 +236,18 @@ def main() -> None:
                 runs[name][sink].append((time.perf_counter() - t0, t1 - t0))
 
     print(f"\ntiming: fully materialised reads, best of {args.repeat}, seconds (plan included)")
-    print(f"  {'reader':<15} {'toRdd':>7} {'(plan)':>7} {'noop':>7}   all toRdd / all noop")
+    print(
+        f"  {'reader':<15} {'toRdd':>7} {'(plan)':>7} {'noop':>7} {'sum5':>7}"
+        "   all toRdd / all noop / all sum5"
+    )
     best: dict[str, dict[str, float]] = {}
     for name, by_sink in runs.items():
         best[name] = {sink: min(r)[0] for sink, r in by_sink.items() if r}
         plan = min(by_sink["toRdd"])[1]
         noop_s = f"{best[name]['noop']:7.2f}" if "noop" in best[name] else f"{'fails':>7}"
         all_s = " / ".join(", ".join(f"{t:.2f}" for t, _ in r) for r in by_sink.values() if r)
-        print(f"  {name:<15} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s}   {all_s}")
+        sum_s = f"{best[name]['sum5']:7.2f}"
+        print(f"  {name:<15} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s} {sum_s}   {all_s}")
     ours = best["deltadv"]["toRdd"]
     ratio = ours / best["Delta Spark"]["toRdd"]
     print(
@@ -238,7 +258,12 @@ def main() -> None:
     line = f"  deltadv / native parquet  = {native:.2f} (toRdd)"
     if "noop" in best["deltadv"] and "noop" in best["native parquet"]:
         line += f", {best['deltadv']['noop'] / best['native parquet']['noop']:.2f} (noop)"
+    line += f", {best['deltadv']['sum5'] / best['native parquet']['sum5']:.2f} (sum5)"
     print(line + "   (native parquet ignores the DVs)")
+    print(
+        f"  deltadv / Delta Spark     = {best['deltadv']['sum5'] / best['Delta Spark']['sum5']:.2f}"
+        " (sum5)"
+    )
     print(f"  load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     spark.stop()
 

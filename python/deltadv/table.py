@@ -1023,7 +1023,8 @@ class DeltaTable:
         self._raw.load_version(None)
 
     def request_counts(self) -> dict[str, int]:
-        """Object-store requests made through this table: gets, puts, lists, deletes, heads."""
+        """Object-store requests made through this table: gets, puts, lists, deletes,
+        heads, and ``bytes_read`` (what the GETs returned)."""
         return self._raw.request_counts()
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:

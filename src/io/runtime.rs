@@ -44,8 +44,18 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 }
 
 /// Run a future to completion on the process runtime (from a non-async thread).
+///
+/// It may also be called back from code the runtime is already driving: e.g.
+/// Rust consuming a Python stream (an Arrow C stream) whose batches come from
+/// a deltadv scan, which blocks on the runtime in turn. The thread then steps
+/// out of the runtime (its other work handed to another worker) while it
+/// blocks, instead of panicking.
 pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
-    Ok(runtime()?.block_on(future))
+    let rt = runtime()?;
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Ok(tokio::task::block_in_place(|| rt.block_on(future)));
+    }
+    Ok(rt.block_on(future))
 }
 
 /// Run CPU-heavy work (e.g. decoding a checkpoint) on the blocking pool, so

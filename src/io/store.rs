@@ -43,6 +43,8 @@ pub struct RequestCounts {
     pub lists: AtomicU64,
     pub deletes: AtomicU64,
     pub heads: AtomicU64,
+    /// Bytes the GETs returned.
+    pub bytes_read: AtomicU64,
 }
 
 /// A snapshot of [`RequestCounts`].
@@ -53,6 +55,7 @@ pub struct Counts {
     pub lists: u64,
     pub deletes: u64,
     pub heads: u64,
+    pub bytes_read: u64,
 }
 
 impl RequestCounts {
@@ -63,10 +66,17 @@ impl RequestCounts {
             lists: self.lists.load(Ordering::Relaxed),
             deletes: self.deletes.load(Ordering::Relaxed),
             heads: self.heads.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
         }
     }
     fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Count the bytes a GET returned (and hand them on).
+    fn read(&self, bytes: Bytes) -> Bytes {
+        let n = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        self.bytes_read.fetch_add(n, Ordering::Relaxed);
+        bytes
     }
 }
 
@@ -575,15 +585,21 @@ impl TableStore {
             .get(path)
             .await
             .map_err(|e| store_error(path.as_ref(), e))?;
-        result
+        let bytes = result
             .bytes()
             .await
-            .map_err(|e| store_error(path.as_ref(), e))
+            .map_err(|e| store_error(path.as_ref(), e))?;
+        Ok(self.counts.read(bytes))
     }
 
     /// GET a byte range, clipped to the object's size (a range that runs past
     /// the end returns what exists, so format checks can report truncation).
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        let bytes = self.get_range_uncounted(path, range).await?;
+        Ok(self.counts.read(bytes))
+    }
+
+    async fn get_range_uncounted(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
         self.check_regular_file(path)?;
         RequestCounts::bump(&self.counts.gets);
         let options = GetOptions {

@@ -872,6 +872,7 @@ impl RawDeltaTable {
         d.set_item("lists", c.lists)?;
         d.set_item("deletes", c.deletes)?;
         d.set_item("heads", c.heads)?;
+        d.set_item("bytes_read", c.bytes_read)?;
         Ok(d)
     }
 

@@ -332,6 +332,33 @@ fn int96_as_micros(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowRe
     )
 }
 
+/// A run of deleted rows at least this long can cover a whole data page
+/// (writers cut pages at 20,000 rows at most by default, often far fewer),
+/// so it is worth reading the file's offset index to skip such pages.
+const PAGE_SKIP_MIN_RUN: usize = 4096;
+
+/// `meta` with the file's offset index (page locations) loaded, if the file
+/// has one and it is not loaded yet; the reader then fetches only the pages
+/// holding selected rows.
+async fn with_offset_index(
+    reader: &mut crate::io::parquet::StoreFileReader,
+    meta: ArrowReaderMetadata,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+    if meta.metadata().page_index().is_some() {
+        return Ok(meta);
+    }
+    let mut loader = ParquetMetaDataReader::new_with_metadata(meta.metadata().as_ref().clone())
+        .with_column_index_policy(PageIndexPolicy::Skip)
+        .with_offset_index_policy(PageIndexPolicy::Optional);
+    loader.load_page_index(reader).await?;
+    let loaded = loader.finish()?;
+    ArrowReaderMetadata::try_new(
+        Arc::new(loaded),
+        ArrowReaderOptions::new().with_schema(meta.schema().clone()),
+    )
+}
+
 /// The row groups of a file (all, or `candidates`) that the spec's filter
 /// cannot rule out from their parquet statistics.
 fn prune_row_groups(
@@ -522,9 +549,8 @@ async fn stream_file_columns(
         return Ok(futures::stream::empty().boxed());
     }
     let location = store.resolve(&file.path)?;
-    let reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
-    let row_group_rows = row_group_rows(builder.metadata(), &file.path)?;
+    let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
+    let row_group_rows = row_group_rows(meta.metadata(), &file.path)?;
     let deleted: Option<RoaringTreemap> = match (deleted, &file.deletion_vector) {
         (DeletedRows::Known(map), _) => map,
         (DeletedRows::KeepOnly(keep), _) => {
@@ -551,6 +577,16 @@ async fn stream_file_columns(
         // Every row the scan would read is deleted: nothing is fetched.
         return Ok(futures::stream::empty().boxed());
     }
+    // Deleted runs long enough to empty whole data pages: with the file's
+    // offset index (one more ranged GET), those pages are not fetched at all.
+    let meta = if plan.longest_skip() >= PAGE_SKIP_MIN_RUN {
+        with_offset_index(&mut reader, meta)
+            .await
+            .map_err(|e| data_file_error(&file.path, e))?
+    } else {
+        meta
+    };
+    let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
 
     // Physical names of the requested data columns, and where each comes from.
     let file_schema = builder.schema().clone();

@@ -37,6 +37,16 @@ impl SelectionPlan {
     pub fn kept_count(&self) -> u64 {
         self.kept.iter().map(|(_, len)| len).sum()
     }
+
+    /// The longest run of rows the selection skips inside the row groups read.
+    pub fn longest_skip(&self) -> usize {
+        self.selection
+            .iter()
+            .filter(|s| s.skip)
+            .map(|s| s.row_count)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// Physical indexes of a plan's kept rows, handed out batch by batch.
@@ -188,6 +198,18 @@ mod tests {
             e.contains("part-0.parquet") && e.contains("row 10") && e.contains("only 10 rows"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn longest_skip_is_the_longest_deleted_run_read() {
+        let mut dv = RoaringTreemap::new();
+        dv.insert_range(1000..6000); // in row group 0
+        dv.insert(7000);
+        dv.insert_range(10_000..20_000); // all of row group 1: not read
+        let p = plan(&[10_000, 10_000, 10_000], &[0, 1, 2], Some(&dv), "f").unwrap();
+        assert_eq!(p.row_groups, vec![0, 2]);
+        assert_eq!(p.longest_skip(), 5000);
+        assert_eq!(plan(&[10], &[0], None, "f").unwrap().longest_skip(), 0);
     }
 
     #[test]

@@ -134,3 +134,29 @@ def test_row_groups_a_dv_empties_are_not_fetched(tmp_path: Path) -> None:
     assert ids_spread == list(range(1, 4000, 2))
     # One GET per row group read (its column chunks, coalesced): two fewer.
     assert gets_emptied == gets_spread - 2, (gets_emptied, gets_spread)
+
+
+def test_pages_a_dv_empties_are_not_fetched(tmp_path: Path) -> None:
+    # One file, one row group of 100k rows; deltadv's writer cuts data pages at
+    # 20k rows (arrow-rs' default) and writes the offset index.
+    from deltadv.write import write_table
+
+    n = 100_000
+    ids = pa.array(range(n), pa.int64())
+    data = pa.table({"id": ids, "s": pa.array([f"row-{i * 7919 % n:06}" for i in range(n)])})
+    write_table(str(tmp_path / "t"), data, row_group_rows=n)
+    t = DeltaTable(str(tmp_path / "t"))
+
+    def scan_bytes() -> tuple[int, list[int]]:
+        before = t.request_counts()["bytes_read"]
+        got = t.scan().read_all().column("id").to_pylist()
+        return t.request_counts()["bytes_read"] - before, got
+
+    whole, got = scan_bytes()
+    assert got == list(range(n))
+    t.delete("id >= 20000 AND id < 60000")  # two whole pages of each column
+    emptied, got = scan_bytes()
+    assert got == list(range(20_000)) + list(range(60_000, n))
+    # Two fifths of the column data are not fetched (the DV and the offset
+    # index cost a little).
+    assert emptied < 0.75 * whole, (emptied, whole)
