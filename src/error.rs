@@ -64,6 +64,11 @@ pub enum Error {
     #[error("predicate outside deltadv's SQL subset: {0}")]
     UnsupportedPredicate(String),
 
+    /// An allocation that failed (e.g. the row indexes of a huge deletion
+    /// vector): reported instead of aborting the process.
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory { what: &'static str, bytes: u64 },
+
     /// A broken invariant inside deltadv (a bug, not bad input): report it.
     #[error("internal error in deltadv (please report it): {0}")]
     Internal(String),

@@ -147,7 +147,7 @@ fn finish(bytes: &[u8], at: usize, buckets: Vec<(u32, RoaringBitmap)>) -> Result
     Ok(RoaringTreemap::from_bitmaps(buckets))
 }
 
-fn check_key(key: u32, previous: Option<u32>, at: usize) -> Result<()> {
+pub(crate) fn check_key(key: u32, previous: Option<u32>, at: usize) -> Result<()> {
     if key > MAX_KEY {
         return Err(Error::corrupt(
             at as u64,

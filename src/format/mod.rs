@@ -3,3 +3,4 @@
 pub mod bitmap;
 pub mod descriptor;
 pub mod file;
+pub mod rows;
