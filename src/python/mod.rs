@@ -8,6 +8,7 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
+use std::sync::{Arc, OnceLock};
 
 mod dml;
 mod maintain;
@@ -17,8 +18,8 @@ mod write;
 
 use crate::codec::z85;
 use crate::error::Error;
-use crate::format::bitmap;
 use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
+use crate::format::{bitmap, rows};
 use crate::table::dv;
 
 /// The Python exception class `name` from `deltadv.exceptions` (defined in
@@ -66,6 +67,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         Error::ObjectStore { .. } => raise("StorageError", message),
         Error::Parquet { .. } => raise("CorruptDataFileError", message),
         Error::Internal(_) => raise("InternalError", message),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
     }
 }
 
@@ -161,7 +163,7 @@ fn rows_from_range(range: &Bound<'_, PyRange>) -> PyResult<RoaringTreemap> {
 /// Row indexes from any supported Python object.
 pub(crate) fn rows_from_object(obj: &Bound<'_, PyAny>) -> PyResult<RoaringTreemap> {
     if let Ok(dv) = obj.cast::<DeletionVector>() {
-        return Ok(dv.get().map.clone());
+        return Ok(dv.get().map(obj.py())?.clone());
     }
     if let Ok(range) = obj.cast::<PyRange>() {
         return rows_from_range(range);
@@ -234,16 +236,62 @@ fn rows_from_values(values: impl Iterator<Item = u64> + Clone) -> RoaringTreemap
     values.collect()
 }
 
+/// Fewest rows for which `to_numpy` and `deserialize` release the GIL while
+/// they decode: below it, releasing and taking it back costs more than it frees.
+const DETACH_FROM_ROWS: u64 = 1 << 16;
+
 /// A set of deleted row indexes (a 64-bit roaring bitmap).
+///
+/// One read from bytes (`deserialize`) keeps the validated bytes and builds the
+/// bitmap only when an operation needs it: `to_numpy`, `len` and `cardinality`
+/// work from the bytes directly ([`rows`]).
 #[pyclass(module = "deltadv._core", frozen, eq)]
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct DeletionVector {
-    map: RoaringTreemap,
+    /// The RoaringBitmapArray bytes it was read from, checked by [`rows::validate`].
+    bytes: Option<Arc<[u8]>>,
+    /// Number of rows (known in both forms without building the bitmap).
+    cardinality: u64,
+    /// The bitmap; built from `bytes` on first use when read from bytes.
+    map: OnceLock<RoaringTreemap>,
+}
+
+impl PartialEq for DeletionVector {
+    fn eq(&self, other: &Self) -> bool {
+        if self.cardinality != other.cardinality {
+            return false;
+        }
+        if let (Some(a), Some(b)) = (&self.bytes, &other.bytes) {
+            if a == b {
+                return true;
+            }
+        }
+        Python::attach(|py| match (self.map(py), other.map(py)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        })
+    }
 }
 
 impl DeletionVector {
     pub(crate) fn from_map(map: RoaringTreemap) -> Self {
-        DeletionVector { map }
+        DeletionVector {
+            bytes: None,
+            cardinality: map.len(),
+            map: OnceLock::from(map),
+        }
+    }
+
+    /// The bitmap, built from the bytes (with the GIL released) on first use.
+    fn map(&self, py: Python<'_>) -> PyResult<&RoaringTreemap> {
+        if let Some(map) = self.map.get() {
+            return Ok(map);
+        }
+        let built = match &self.bytes {
+            Some(bytes) => py.detach(|| bitmap::deserialize(bytes)).map_err(to_py)?,
+            None => RoaringTreemap::new(),
+        };
+        Ok(self.map.get_or_init(|| built))
     }
 }
 
@@ -259,41 +307,49 @@ impl DeletionVector {
         // Use run containers where they are smaller (Delta and CRoaring read them).
         map.optimize();
         bitmap::check_writable(&map).map_err(to_py)?;
-        Ok(DeletionVector { map })
+        Ok(DeletionVector::from_map(map))
     }
 
     /// Number of deleted rows.
     #[getter]
     fn cardinality(&self) -> u64 {
-        self.map.len()
+        self.cardinality
     }
 
     fn __len__(&self) -> usize {
-        self.map.len() as usize
+        self.cardinality as usize
     }
 
-    fn __contains__(&self, row: &Bound<'_, PyAny>) -> bool {
-        row.extract::<u64>().is_ok_and(|r| self.map.contains(r))
+    fn __contains__(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(match row.extract::<u64>() {
+            Ok(r) => self.map(py)?.contains(r),
+            Err(_) => false,
+        })
     }
 
-    fn __iter__(slf: PyRef<'_, Self>) -> RowIterator {
-        RowIterator {
-            inner: std::sync::Mutex::new(slf.map.clone().into_iter()),
-        }
+    fn __iter__(slf: PyRef<'_, Self>) -> PyResult<RowIterator> {
+        Ok(RowIterator {
+            inner: std::sync::Mutex::new(slf.map(slf.py())?.clone().into_iter()),
+        })
     }
 
-    fn __repr__(&self) -> String {
-        let head: Vec<String> = self.map.iter().take(8).map(|r| r.to_string()).collect();
-        let more = if self.map.len() > 8 { ", ..." } else { "" };
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let head: Vec<String> = self
+            .map(py)?
+            .iter()
+            .take(8)
+            .map(|r| r.to_string())
+            .collect();
+        let more = if self.cardinality > 8 { ", ..." } else { "" };
+        Ok(format!(
             "DeletionVector(cardinality={}, rows=[{}{more}])",
-            self.map.len(),
+            self.cardinality,
             head.join(", ")
-        )
+        ))
     }
 
     fn __bool__(&self) -> bool {
-        !self.map.is_empty()
+        self.cardinality != 0
     }
 
     fn __reduce__<'py>(
@@ -305,75 +361,93 @@ impl DeletionVector {
     }
 
     /// Smallest and largest deleted row (None when empty).
-    fn min(&self) -> Option<u64> {
-        self.map.min()
+    fn min(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.map(py)?.min())
     }
-    fn max(&self) -> Option<u64> {
-        self.map.max()
+    fn max(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.map(py)?.max())
     }
 
-    /// All row indexes, ascending, as a uint64 numpy array.
+    /// All row indexes, ascending, as a uint64 numpy array. Read from bytes,
+    /// they are decoded from the bytes straight into the array's buffer (no
+    /// bitmap is built); otherwise listed from the bitmap.
     fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let rows: Vec<u64> = py.detach(|| bitmap::to_vec(&self.map)).map_err(|e| {
-            PyMemoryError::new_err(format!(
-                "cannot allocate {} row indexes ({} bytes) for to_numpy: {e}",
-                self.map.len(),
-                self.map.len().saturating_mul(8)
-            ))
-        })?;
+        let detach = self.cardinality >= DETACH_FROM_ROWS;
+        let rows: Vec<u64> = if let Some(bytes) = &self.bytes {
+            let decode = || rows::decode(bytes);
+            if detach { py.detach(decode) } else { decode() }.map_err(to_py)?
+        } else {
+            let map = self.map(py)?;
+            let list = || bitmap::to_vec(map);
+            if detach { py.detach(list) } else { list() }.map_err(|e| {
+                PyMemoryError::new_err(format!(
+                    "cannot allocate {} row indexes ({} bytes) for to_numpy: {e}",
+                    self.cardinality,
+                    self.cardinality.saturating_mul(8)
+                ))
+            })?
+        };
         Ok(PyArray1::from_vec(py, rows))
     }
 
     /// Rows in either set.
-    fn union(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn union(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
         let other = rows_from_object(other)?;
-        Ok(DeletionVector {
-            map: &self.map | &other,
-        })
+        Ok(DeletionVector::from_map(self.map(py)? | &other))
     }
 
     /// Rows in this set and not in `other`.
-    fn difference(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn difference(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
         let other = rows_from_object(other)?;
-        Ok(DeletionVector {
-            map: &self.map - &other,
-        })
+        Ok(DeletionVector::from_map(self.map(py)? - &other))
     }
 
     /// Rows in both sets.
-    fn intersection(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn intersection(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
         let other = rows_from_object(other)?;
-        Ok(DeletionVector {
-            map: &self.map & &other,
-        })
+        Ok(DeletionVector::from_map(self.map(py)? & &other))
     }
 
-    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
-        self.union(other)
+    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.union(py, other)
     }
-    fn __sub__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
-        self.difference(other)
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.difference(py, other)
     }
-    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Self> {
-        self.intersection(other)
+    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.intersection(py, other)
     }
 
     /// The RoaringBitmapArray bytes (portable layout, with magic).
     fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = py.detach(|| bitmap::serialize(&self.map)).map_err(to_py)?;
+        let map = self.map(py)?;
+        let bytes = py.detach(|| bitmap::serialize(map)).map_err(to_py)?;
         Ok(PyBytes::new(py, &bytes))
     }
 
     /// Parse RoaringBitmapArray bytes (portable or the older native layout).
+    /// Every check runs here (corrupt bytes raise now, not later); the bitmap
+    /// itself is built only when an operation needs it.
     #[staticmethod]
     fn deserialize(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let map = py.detach(|| bitmap::deserialize(data)).map_err(to_py)?;
-        Ok(DeletionVector { map })
+        let validate = || rows::validate(data);
+        // The input size bounds the work: ~8 rows per byte outside run containers.
+        let cardinality = if data.len() as u64 >= DETACH_FROM_ROWS / 8 {
+            py.detach(validate)
+        } else {
+            validate()
+        }
+        .map_err(to_py)?;
+        Ok(DeletionVector {
+            bytes: Some(Arc::from(data)),
+            cardinality,
+            map: OnceLock::new(),
+        })
     }
 
     /// An inline (`i`) descriptor holding this set.
-    fn to_inline_descriptor(&self) -> PyResult<DeletionVectorDescriptor> {
-        let inner = RsDescriptor::inline(&self.map).map_err(to_py)?;
+    fn to_inline_descriptor(&self, py: Python<'_>) -> PyResult<DeletionVectorDescriptor> {
+        let inner = RsDescriptor::inline(self.map(py)?).map_err(to_py)?;
         Ok(DeletionVectorDescriptor { inner })
     }
 }
@@ -487,7 +561,7 @@ impl DeletionVectorDescriptor {
         let map = py
             .detach(|| dv::load(&self.inner, table_root))
             .map_err(to_py)?;
-        Ok(DeletionVector { map })
+        Ok(DeletionVector::from_map(map))
     }
 
     /// Python syntax, in the constructor's keyword form (evaluates back to an
@@ -544,7 +618,10 @@ fn write_deletion_vectors(
     deletion_vectors: Vec<PyRef<'_, DeletionVector>>,
     prefix: &str,
 ) -> PyResult<Vec<DeletionVectorDescriptor>> {
-    let maps: Vec<RoaringTreemap> = deletion_vectors.iter().map(|d| d.map.clone()).collect();
+    let maps: Vec<RoaringTreemap> = deletion_vectors
+        .iter()
+        .map(|d| d.map(py).cloned())
+        .collect::<PyResult<_>>()?;
     let descriptors = py
         .detach(|| dv::write_file(table_root, prefix, &maps))
         .map_err(to_py)?;
