@@ -125,6 +125,36 @@ pub fn decode_into(bytes: &[u8], out: &mut Vec<u64>) -> Result<()> {
     Ok(())
 }
 
+/// Write all row indexes of `bytes`, ascending, into `out`, which must hold
+/// exactly that many rows (e.g. [`validate`]'s count): for a buffer allocated
+/// elsewhere, such as a numpy array. The structure is checked and the rows
+/// counted before anything is written; a wrong length is then
+/// [`Error::InvalidArgument`]. On a corrupt payload `out` may hold part of the rows.
+pub fn decode_to_slice(bytes: &[u8], out: &mut [u64]) -> Result<()> {
+    let mut counter = Counter {
+        rows: 0,
+        payloads: false,
+    };
+    walk(bytes, &mut counter)?;
+    if counter.rows != out.len() as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "deletion vector holds {} rows, the output has room for {}",
+            counter.rows,
+            out.len()
+        )));
+    }
+    let mut writer = SliceWriter { rest: out };
+    walk(bytes, &mut writer)?;
+    if !writer.rest.is_empty() {
+        return Err(Error::Internal(format!(
+            "deletion vector decode left {} of {} rows unwritten",
+            writer.rest.len(),
+            counter.rows
+        )));
+    }
+    Ok(())
+}
+
 /// What a walk does with each container's payload. The walker has already
 /// checked the structure (lengths, keys) and the runs of run containers.
 trait Sink {
@@ -205,6 +235,74 @@ impl Sink for Writer<'_> {
             let (start, last) = run_bounds(run);
             self.out
                 .extend((high | u64::from(start))..=(high | u64::from(last)));
+        }
+        Ok(())
+    }
+}
+
+/// Fills a slice sized for all rows (counted beforehand), checking payloads.
+struct SliceWriter<'a> {
+    rest: &'a mut [u64],
+}
+
+impl<'a> SliceWriter<'a> {
+    /// The next `n` slots of the output.
+    fn next(&mut self, n: usize) -> Result<&'a mut [u64]> {
+        let rest = std::mem::take(&mut self.rest);
+        let available = rest.len();
+        match rest.split_at_mut_checked(n) {
+            Some((head, tail)) => {
+                self.rest = tail;
+                Ok(head)
+            }
+            None => Err(Error::Internal(format!(
+                "deletion vector decode needs {n} more rows of output, {available} left"
+            ))),
+        }
+    }
+}
+
+impl Sink for SliceWriter<'_> {
+    fn array(&mut self, high: u64, values: &[[u8; 2]], at: usize) -> Result<()> {
+        check_ascending(values, at)?;
+        let out = self.next(values.len())?;
+        for (slot, v) in out.iter_mut().zip(values) {
+            *slot = high | u64::from(u16::from_le_bytes(*v));
+        }
+        Ok(())
+    }
+
+    fn bitmap(&mut self, high: u64, words: &[[u8; 8]], cardinality: u32, at: usize) -> Result<()> {
+        check_bitmap_cardinality(words, cardinality, at)?;
+        let mut out = self.next(cardinality as usize)?;
+        let mut base = high;
+        for word in words {
+            let mut bits = u64::from_le_bytes(*word);
+            // `cardinality` is the total of count_ones (checked above): never short.
+            let Some((head, tail)) = out.split_at_mut_checked(bits.count_ones() as usize) else {
+                return Err(Error::Internal("bitmap container outgrew its count".into()));
+            };
+            for slot in head {
+                *slot = base | u64::from(bits.trailing_zeros());
+                bits &= bits.wrapping_sub(1);
+            }
+            out = tail;
+            base += 64;
+        }
+        Ok(())
+    }
+
+    fn runs(&mut self, high: u64, runs: &[[u8; 4]], cardinality: u32) -> Result<()> {
+        let mut out = self.next(cardinality as usize)?;
+        for run in runs {
+            let (start, last) = run_bounds(run);
+            let Some((head, tail)) = out.split_at_mut_checked((last - start) as usize + 1) else {
+                return Err(Error::Internal("run container outgrew its count".into()));
+            };
+            for (slot, row) in head.iter_mut().zip((high | u64::from(start))..) {
+                *slot = row;
+            }
+            out = tail;
         }
         Ok(())
     }
@@ -627,7 +725,12 @@ mod tests {
             _ => panic!("decoders disagree on {bytes:?}: ours {ours:?}, roaring {theirs:?}"),
         }
         match (&ours, validate(bytes)) {
-            (Ok(rows), Ok(n)) => assert_eq!(rows.len() as u64, n),
+            (Ok(rows), Ok(n)) => {
+                assert_eq!(rows.len() as u64, n);
+                let mut slice = vec![u64::MAX; rows.len()];
+                decode_to_slice(bytes, &mut slice).unwrap();
+                assert_eq!(&slice, rows);
+            }
             (Err(_), Err(_)) => {}
             (o, v) => panic!("decode {o:?} but validate {v:?}"),
         }
@@ -800,6 +903,24 @@ mod tests {
         let at = b32.len() - 3 * RUN_LEN - 2;
         b32[at..at + 2].copy_from_slice(&1_000u16.to_le_bytes());
         assert!(err(&portable(&[(0, b32)])).contains("runs"));
+    }
+
+    #[test]
+    fn slice_of_the_wrong_length() {
+        let bytes = portable(&[(
+            0,
+            bitmap32(&[(0, array()), (1, dense()), (2, runs())], true),
+        )]);
+        let n = validate(&bytes).unwrap() as usize;
+        for len in [0, 3, n - 1, n + 1] {
+            let mut out = vec![0; len];
+            let e = decode_to_slice(&bytes, &mut out).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{len}: {e}");
+        }
+        // Corrupt bytes are reported as such even with a short output.
+        let mut out = vec![0; 1];
+        let e = decode_to_slice(&bytes[..bytes.len() - 1], &mut out).unwrap_err();
+        assert!(matches!(e, Error::CorruptDeletionVector { .. }), "{e}");
     }
 
     #[test]
