@@ -143,3 +143,16 @@ def test_random_sets_to_numpy(parts: list[int | tuple[int, int]], optimize_runs:
         theirs.run_optimize()
     arr = DeletionVector.deserialize(MAGIC + theirs.serialize()).to_numpy()
     assert np.array_equal(arr, np.frombuffer(theirs.to_array(), dtype=np.uint64))
+
+
+@pytest.mark.parametrize("optimize_runs", [False, True])
+def test_to_numpy_past_32_mib(optimize_runs: bool) -> None:
+    """Outputs of 2^22 rows and more are allocated by numpy and filled in place."""
+    theirs = BitMap64()
+    theirs.add_range(7, 7 + 2**22)
+    theirs.update(np.flatnonzero(RNG.random(2**20) < 0.5).astype(np.uint64) + 2**32)
+    if optimize_runs:
+        theirs.run_optimize()
+    arr = DeletionVector.deserialize(MAGIC + theirs.serialize()).to_numpy()
+    assert len(arr) >= 2**22 and arr.flags.owndata and arr.flags.writeable
+    assert np.array_equal(arr, np.frombuffer(theirs.to_array(), dtype=np.uint64))
