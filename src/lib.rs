@@ -6,6 +6,7 @@
 //! |---------------------|--------------------------------------------------------------|-----|
 //! | [`codec::z85`]      | Z85 exactly as Delta uses it                                  | no  |
 //! | [`format::bitmap`]  | RoaringBitmapArray bytes ⇄ `RoaringTreemap` (checked decode)  | no  |
+//! | [`format::rows`]    | RoaringBitmapArray bytes → sorted row indexes, no bitmap built (checked) | no |
 //! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
 //! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
