@@ -152,6 +152,7 @@ def build(base: Path, params: dict[str, Any]) -> dict[str, Any]:
         return {"rows": n - len(d), "id_sum": ids}
 
     lives = [live(i) for i in range(params["files"])]
+    n0 = file_rows(params, 0)
     expected = {
         "table": {
             "rows": sum(x["rows"] for x in lives),
@@ -159,8 +160,8 @@ def build(base: Path, params: dict[str, Any]) -> dict[str, Any]:
         },
         "table_physical": physical,
         "file0": lives[0],
-        "file0_physical": {"rows": file_rows(params, 0), "id_sum": file_rows(params, 0) * (file_rows(params, 0) - 1) // 2},
-    }  # fmt: skip
+        "file0_physical": {"rows": n0, "id_sum": n0 * (n0 - 1) // 2},
+    }
     built = {
         "params": params,
         "expected": expected,
