@@ -35,9 +35,11 @@ alternating which of the pair goes first:
     .execute('select * from t'))`` (deltalake's DataFusion query; the stream it
     returns collected into one pyarrow Table; strings come out as ``string_view``).
 
-  Each peer's row count and ``sum(id)`` are checked on every table first like
-  deltadv's; a peer that errs or gets them wrong is reported (WRONG / FAILS) and
-  not timed on that table.
+  Each peer runs in its own process (started once; its wall and CPU time are
+  measured there, around the read alone), so its thread pools and heap do not
+  disturb deltadv's figures. Each peer's row count and ``sum(id)`` are checked
+  on every table first like deltadv's; a peer that errs or gets them wrong is
+  reported (WRONG / FAILS) and not timed on that table.
 
 Each figure is wall-clock time, with the process's CPU time (all threads,
 ``time.process_time``) next to it: on a shared 2-core machine CPU time is the
@@ -338,6 +340,45 @@ def scan_peer(read: Callable[[Path], pa.Table], root: Path) -> tuple[Run, dict[s
     return Run(0.0, t1 - t0, c1 - c0, 0, table.num_rows), got
 
 
+def peer_worker(name: str, conn: Any) -> None:
+    """One peer in its own process (so its thread pools and heap do not disturb
+    deltadv's figures, nor the other peers'): reads the paths sent on ``conn``,
+    answers with its timed Run and what it read."""
+    readers, versions = peer_readers([name])
+    conn.send(versions)
+    while (path := conn.recv()) is not None:
+        try:
+            r, got = scan_peer(readers[name], Path(path))
+            conn.send(("ok", (r.total_s, r.cpu_s, r.rows), got))
+        except Exception as e:
+            conn.send(("error", f"{type(e).__name__}: {str(e).splitlines()[0][:150]}", None))
+
+
+class Peer:
+    """Handle on a peer_worker process."""
+
+    def __init__(self, name: str) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=peer_worker, args=(name, child), daemon=True)
+        self.proc.start()
+        self.versions: list[str] = self.conn.recv()
+
+    def scan(self, root: Path) -> tuple[Run, dict[str, int]]:
+        self.conn.send(str(root))
+        status, value, got = self.conn.recv()
+        if status != "ok":
+            raise RuntimeError(value)
+        wall, cpu, rows = value
+        return Run(0.0, wall, cpu, 0, rows), got
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/tmp/deltadv-bench-scan", help="tables (built if missing)")
@@ -366,9 +407,16 @@ def main() -> None:
         f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
         f"pyarrow {pa.__version__}, {platform.machine()}, {os.cpu_count()} cpus"
     )
-    peers, versions = peer_readers(peer_names)
-    if versions:
-        print(f"peers: {', '.join(versions)}")
+    peers: dict[str, Peer] = {}
+    for name in peer_names:
+        peer = Peer(name)
+        if peer.versions:
+            peers[name] = peer
+        else:
+            peer.close()
+    if peers:
+        versions = ", ".join(v for p in peers.values() for v in p.versions)
+        print(f"peers (each in its own process): {versions}")
     base = Path(args.dir).resolve()
     built = get_tables(base, params)
     expected = built["expected"]
@@ -394,10 +442,10 @@ def main() -> None:
     peer_bad: dict[str, dict[str, str]] = {name: {} for name in peers}
     if peers:
         print("\nchecking the peers on the dv tables (row count and sum(id), DVs applied)")
-    for peer, read in peers.items():
+    for peer, handle in peers.items():
         for name in dv_names:
             try:
-                _, got = scan_peer(read, base / name)
+                _, got = handle.scan(base / name)
             except Exception as e:
                 peer_bad[peer][name] = f"FAILS: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
             else:
@@ -433,7 +481,7 @@ def main() -> None:
                     if i >= args.warmup:
                         deltadv_runs[name].append(r)
                 else:
-                    r, _ = scan_peer(peers[peer], base / name)
+                    r, _ = peers[peer].scan(base / name)
                     if i >= args.warmup:
                         peer_runs[peer][name].append(r)
         if not args.no_pyarrow:
@@ -516,6 +564,8 @@ def main() -> None:
         peer_ms = {k: [round(r.total_s * ms) for r in v] for k, v in runs.items()}
         print(f"all {peer} totals (ms): {peer_ms}")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for handle in peers.values():
+        handle.close()
 
 
 if __name__ == "__main__":
