@@ -760,12 +760,16 @@ fn selection_policy() -> parquet::arrow::arrow_reader::RowSelectionPolicy {
 const BATCH_ROWS: usize = 8192;
 
 /// Files a snapshot scan reads ahead by default: each is decoded on a runtime
-/// worker, at most [`BATCHES_AHEAD`] batches ahead of the consumer.
+/// worker, at most [`READ_AHEAD_BYTES`] of decoded batches ahead of the
+/// consumer.
 pub const DEFAULT_PREFETCH_FILES: usize = 4;
 
-/// Decoded batches a file being read ahead may hold before the consumer takes
-/// them.
-const BATCHES_AHEAD: usize = 2;
+/// Decoded bytes a file being read ahead may hold before the consumer takes
+/// them: enough for the files ahead to keep the other cores decoding while
+/// the consumer works through the current one (a bound of two batches kept
+/// decoding on about one core), small enough that `DEFAULT_PREFETCH_FILES`
+/// files stay far below the scan's memory budget.
+pub const READ_AHEAD_BYTES: usize = 32 << 20;
 
 /// Read a whole snapshot into memory (see [`stream_snapshot`], which this
 /// collects: for tests and small tables).
@@ -834,20 +838,34 @@ pub fn read_ahead(
     file: ScanFile,
     deleted: DeletedRows,
 ) -> BatchStream {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(BATCHES_AHEAD);
+    // Each batch in the channel holds permits for its bytes (at least one,
+    // at most the whole budget), given back when the consumer takes it.
+    type Item = (
+        Result<RecordBatch>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+    );
+    let budget = Arc::new(tokio::sync::Semaphore::new(READ_AHEAD_BYTES));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Item>();
     let path = file.path.clone();
     let task = tokio::spawn(async move {
         let mut batches = match stream_file(&store, &spec, &file, deleted).await {
             Ok(s) => s,
             Err(e) => {
-                let _ = tx.send(Err(e)).await;
+                let _ = tx.send((Err(e), None));
                 return;
             }
         };
         while let Some(item) = batches.next().await {
             let failed = item.is_err();
-            if tx.send(item).await.is_err() || failed {
+            let bytes = item.as_ref().map_or(1, |b| b.get_array_memory_size());
+            let want = u32::try_from(bytes.clamp(1, READ_AHEAD_BYTES)).unwrap_or(u32::MAX);
+            // Waits while the consumer is READ_AHEAD_BYTES behind; the
+            // semaphore is never closed, so this fails only if it were.
+            let Ok(permit) = budget.clone().acquire_many_owned(want).await else {
                 return;
+            };
+            if tx.send((item, Some(permit))).is_err() || failed {
+                return; // the consumer went away, or the file failed
             }
         }
     });
@@ -856,7 +874,7 @@ pub fn read_ahead(
     futures::stream::unfold(Some((rx, task, path)), |state| async move {
         let (mut rx, task, path) = state?;
         match rx.recv().await {
-            Some(item) => Some((item, Some((rx, task, path)))),
+            Some((item, _permit)) => Some((item, Some((rx, task, path)))),
             None => match task.await {
                 Ok(()) => None,
                 Err(e) => Some((
