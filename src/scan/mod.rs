@@ -818,11 +818,13 @@ pub fn stream_files(
     prefetch_files: usize,
 ) -> BatchStream {
     let spec = Arc::new(spec);
+    // The read starts when `buffered` takes the file into its window (in
+    // this closure), not when its future is first polled: `buffered` polls
+    // only until the next future in order is ready, so a lazy start would
+    // leave the files ahead unstarted until the consumer reached them.
     futures::stream::iter(files)
         .map(move |(file, deleted)| {
-            let store = store.clone();
-            let spec = spec.clone();
-            async move { read_ahead(store, spec, file, deleted) }
+            futures::future::ready(read_ahead(store.clone(), spec.clone(), file, deleted))
         })
         .buffered(prefetch_files.max(1))
         .flatten()

@@ -34,20 +34,22 @@ def many_files(tmp_path: Path) -> tuple[Path, dict[int, list[int]]]:
     return tmp_path / "t", deleted
 
 
+@pytest.mark.parametrize("prefetch", [1, 3])
 def test_scan_reads_files_only_as_they_are_pulled(
-    many_files: tuple[Path, dict[int, list[int]]],
+    many_files: tuple[Path, dict[int, list[int]]], prefetch: int
 ) -> None:
     root, deleted = many_files
     t = DeltaTable(str(root))
     before = _gets(t)
-    reader = t.scan(prefetch_files=1)
+    reader = t.scan(prefetch_files=prefetch)
     first = reader.read_next_batch()
     assert first.num_rows > 0
     time.sleep(0.3)  # read-ahead tasks get every chance to run further
     early = _gets(t) - before
-    # The DV file, then one file at a time (its footer, its row group): the
-    # other files are not touched until the consumer gets to them.
-    assert early <= 1 + 2 * 2, early
+    # The DV file, then the `prefetch` files of the window, read ahead at
+    # once (each: its footer, its one row group); the others are not touched
+    # until the consumer gets to them.
+    assert early == 1 + 2 * prefetch, early
     rest = reader.read_all()
     full = _gets(t) - before
     assert full >= 1 + 2 * FILES
