@@ -229,7 +229,7 @@ class RawDeltaTable:
         split_size: int | None = None,
         with_metadata: bool = False,
         filter_json: str | None = None,
-    ) -> list[str]: ...
+    ) -> list[tuple[str, int]]: ...
     def scan(
         self,
         columns: list[str] | None = None,

@@ -136,7 +136,8 @@ def _read_tasks(spark: SparkSession, tasks: list[ScanTask], schema: Any) -> Data
     """A DataFrame of the rows of ``tasks`` (one Spark task each), as ``schema``."""
     if not tasks:
         return spark.createDataFrame([], schema)
-    task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+    rows = [(t.json,) for t in tasks]
+    task_df = _task_frame(spark, rows, f"{TASK_COLUMN} string", [t.size for t in tasks])
     return task_df.mapInArrow(_task_reader(tasks[0].storage_options), schema)
 
 
@@ -202,7 +203,8 @@ class DeltaTable:
             return table.delete_rows({}, inline_threshold=inline_threshold)
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
-        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        sizes = [t.size for t in tasks]
+        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string", sizes)
         reader = _task_reader(tasks[0].storage_options)
         rows = task_df.mapInArrow(reader, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")

@@ -87,11 +87,16 @@ class ScanTask:
     repr), so task JSON can sit in Spark rows, plans and logs.
     """
 
-    __slots__ = ("json", "storage_options")
+    __slots__ = ("json", "size", "storage_options")
 
-    def __init__(self, json: str, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, json: str, storage_options: dict[str, str] | None = None, size: int = 0
+    ) -> None:
         self.json = json
         self.storage_options = dict(storage_options or {})
+        #: About how many bytes the task reads (for packing tasks into Spark
+        #: partitions); 0 when unknown.
+        self.size = size
 
     def read(self) -> pa.RecordBatchReader:
         """A stream of the file's rows (Arrow record batches), deleted rows gone,
@@ -101,8 +106,8 @@ class ScanTask:
     def schema(self) -> pa.Schema:
         return pa.schema(scan_task_schema(self.json))
 
-    def __reduce__(self) -> tuple[type[ScanTask], tuple[str, dict[str, str]]]:
-        return (ScanTask, (self.json, self.storage_options))
+    def __reduce__(self) -> tuple[type[ScanTask], tuple[str, dict[str, str], int]]:
+        return (ScanTask, (self.json, self.storage_options, self.size))
 
     def __repr__(self) -> str:
         task = _json.loads(self.json)
@@ -339,7 +344,7 @@ class DeltaTable:
         sql, tree = _filter_args(filter)
         tasks = self._raw.scan_tasks(columns, sql, filter_rows, split_size, with_metadata, tree)
         options = self._raw.storage_options
-        return [ScanTask(t, options) for t in tasks]
+        return [ScanTask(t, options, size) for t, size in tasks]
 
     def scan_with_row_index(
         self, columns: list[str] | None = None, filter: Filter | None = None

@@ -244,7 +244,7 @@ impl RawDeltaTable {
         split_size: Option<u64>,
         with_metadata: bool,
         filter_json: Option<String>,
-    ) -> PyResult<Vec<String>> {
+    ) -> PyResult<Vec<(String, u64)>> {
         let options = crate::scan::task::TaskOptions {
             columns,
             filter: filter_of(filter, filter_json).map_err(to_py)?,
@@ -260,7 +260,7 @@ impl RawDeltaTable {
                 &options,
             ))??
             .iter()
-            .map(crate::scan::task::ScanTask::to_json)
+            .map(|t| Ok((t.to_json()?, t.estimated_bytes(split_size))))
             .collect::<crate::Result<Vec<_>>>()
         })
         .map_err(to_py)

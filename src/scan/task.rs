@@ -90,6 +90,16 @@ pub fn change_columns() -> [Field; 3] {
 }
 
 impl ScanTask {
+    /// About how many bytes of the file this task reads: the whole file, or
+    /// for one split of a file (some row groups), at most `split_size`. For
+    /// packing tasks into Spark partitions.
+    pub fn estimated_bytes(&self, split_size: Option<u64>) -> u64 {
+        match (&self.row_groups, split_size) {
+            (Some(_), Some(split)) => self.size.min(split),
+            _ => self.size,
+        }
+    }
+
     pub fn to_json(&self) -> Result<String> {
         serde_json::to_string(self).map_err(|source| Error::Json {
             context: "scan task".to_string(),
