@@ -9,13 +9,14 @@ neither opens any while planning). Then, each timed best of ``--repeat``
 (default 3), rounds alternating which goes first:
 
 * deltadv:     ``deltadv.spark.read(spark, path)``: log replay (Rust), one scan
-  task per file, the tasks parallelized into the DataFrame mapInArrow reads
-  (no Spark job runs);
+  task per file, the tasks packed into partitions as Spark packs files and
+  parallelized into the DataFrame mapInArrow reads (no Spark job runs);
 * deltadv (tasks only): ``DeltaTable(path).scan_tasks()``, the driver's part;
 * Delta Spark: ``spark.read.format("delta").load(path).inputFiles()``: log
   replay (a Spark job over the checkpoint and commits) and the file list.
 
-Both counts are checked (the number of files). Goal: deltadv / Delta Spark <= 0.5.
+The counts are checked (files; for deltadv's DataFrame, its partitions).
+Goal: deltadv / Delta Spark <= 0.5.
 
 Run:  .venv/bin/python benches/bench_plan.py [--files 100000] [--repeat 3] [--dir DIR]
 """
@@ -95,10 +96,18 @@ def main() -> None:
         return len(spark.read.format("delta").load(uri).inputFiles())
 
     readers = {"deltadv": ours, "deltadv (tasks only)": ours_tasks, "Delta Spark": theirs}
+    # deltadv's DataFrame packs the tasks into partitions as Spark packs files.
+    from deltadv._spark_util import _pack, _split_size
+
+    packed = len(
+        _pack([4096] * args.files, _split_size(spark), spark.sparkContext.defaultParallelism)
+    )
+    expected = {"deltadv": packed, "deltadv (tasks only)": args.files, "Delta Spark": args.files}
     for name, run in readers.items():  # warm-up and check
         n = run()
-        if n != args.files:
-            sys.exit(f"FAIL: {name} planned {n:,} files, expected {args.files:,}")
+        if n != expected[name]:
+            sys.exit(f"FAIL: {name} planned {n:,}, expected {expected[name]:,}")
+    print(f"  {args.files:,} scan tasks in {packed:,} Spark partitions")
     times: dict[str, list[float]] = {name: [] for name in readers}
     names = list(readers)
     for i in range(args.repeat):
