@@ -131,7 +131,7 @@ def _target_rows(
         return spark.createDataFrame([], schema)
     index = {p: i for i, p in enumerate(paths)}
     rows = [(t.json, index[json.loads(t.json)["path"]]) for t in tasks]
-    task_df = _task_frame(spark, rows, "task string, file int")
+    task_df = _task_frame(spark, rows, "task string, file int", [t.size for t in tasks])
     options = tasks[0].storage_options
     arrow = tasks[0].schema()
     keep = [n for n in arrow.names if n != "_file_path"]
