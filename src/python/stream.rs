@@ -16,13 +16,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use super::table::ArrowSchema;
+use super::table::{schema_capsule, ArrowSchema, SCHEMA_NAME, STREAM_NAME};
 use super::to_py;
 use crate::io::block_on;
 use crate::scan::BatchStream;
 
-const STREAM_NAME: &CStr = c"arrow_array_stream";
-const SCHEMA_NAME: &CStr = c"arrow_schema";
 const ARRAY_NAME: &CStr = c"arrow_array";
 
 /// Record batches decoded one at a time from a scan (one consumer, once).
@@ -122,9 +120,7 @@ impl BatchReader {
 
     /// Arrow PyCapsule interface for the schema.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)
+        schema_capsule(py, &self.schema)
     }
 }
 

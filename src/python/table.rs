@@ -17,8 +17,8 @@ use super::{rows_from_object, to_py, DeletionVector};
 use crate::io::{block_on, TableStore};
 use crate::table::snapshot::Snapshot;
 
-const STREAM_NAME: &CStr = c"arrow_array_stream";
-const SCHEMA_NAME: &CStr = c"arrow_schema";
+pub(super) const STREAM_NAME: &CStr = c"arrow_array_stream";
+pub(super) const SCHEMA_NAME: &CStr = c"arrow_schema";
 
 /// Record batches exported once through `__arrow_c_stream__`.
 #[pyclass(module = "deltadv._core")]
@@ -66,7 +66,10 @@ impl ArrowStream {
     }
 }
 
-fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
+pub(super) fn schema_capsule<'py>(
+    py: Python<'py>,
+    schema: &SchemaRef,
+) -> PyResult<Bound<'py, PyCapsule>> {
     let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)
