@@ -445,7 +445,10 @@ pub async fn read_file(
     spec: &ScanSpec,
     file: &ScanFile,
 ) -> Result<Vec<RecordBatch>> {
-    read_file_with(store, spec, file, DeletedRows::Load).await
+    stream_file(store, spec, file, DeletedRows::Load)
+        .await?
+        .try_collect()
+        .await
 }
 
 /// Where a file's deleted rows come from.
@@ -457,19 +460,6 @@ pub enum DeletedRows {
     /// Read only these rows, whatever the file's DV says (the change data
     /// feed reads the rows a new DV deletes this way).
     KeepOnly(RoaringTreemap),
-}
-
-/// [`read_file`], with the file's deleted rows possibly already loaded.
-pub async fn read_file_with(
-    store: &TableStore,
-    spec: &ScanSpec,
-    file: &ScanFile,
-    deleted: DeletedRows,
-) -> Result<Vec<RecordBatch>> {
-    stream_file(store, spec, file, deleted)
-        .await?
-        .try_collect()
-        .await
 }
 
 /// Stream one scan file: DV applied as a row selection, row groups the filter
