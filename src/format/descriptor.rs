@@ -330,6 +330,25 @@ impl DeletionVectorDescriptor {
         file::check_cardinality(&map, self.cardinality, &Location::Inline, 0)?;
         Ok(map)
     }
+
+    /// An inline DV's bitmap bytes, checked as [`Self::inline_bitmap`] checks
+    /// them, without building the bitmap.
+    pub fn inline_serialized(&self) -> Result<file::SerializedDv> {
+        if self.storage_type != StorageType::Inline {
+            return Err(Error::InvalidArgument(format!(
+                "descriptor {} is not inline",
+                self.unique_id()
+            )));
+        }
+        let bytes = z85::decode(&self.path_or_inline_dv, self.size_in_bytes as usize)
+            .map_err(|e| e.relocate(&Location::Inline, 0))?;
+        let rows = super::rows::validate(&bytes).map_err(|e| e.relocate(&Location::Inline, 0))?;
+        file::check_count(rows, self.cardinality, &Location::Inline, 0)?;
+        Ok(file::SerializedDv {
+            bytes,
+            cardinality: rows,
+        })
+    }
 }
 
 impl TryFrom<RawDescriptor> for DeletionVectorDescriptor {

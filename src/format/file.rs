@@ -19,7 +19,7 @@ use std::io::Write;
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Location, Result};
-use crate::format::bitmap;
+use crate::format::{bitmap, rows};
 
 /// The only DV file format version.
 pub const FORMAT_VERSION: u8 = 1;
@@ -122,19 +122,20 @@ fn write_error(source: std::io::Error) -> Error {
     }
 }
 
-/// Decode the DV described by `slot` from `buf`, which holds the file's bytes
-/// starting at file position `buf_start` (a single DV frame, a coalesced range
-/// covering several, or the whole file).
-///
-/// Checks, each a distinct error naming `path` and the offset: the version byte
-/// (when `buf` starts at 0), that the frame lies inside `buf`, dataSize equal to
-/// `sizeInBytes`, the bitmap (magic and structure), the CRC-32, and the decoded
-/// cardinality against the descriptor's.
-pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<RoaringTreemap> {
-    let location = Location::File {
-        path: path.to_string(),
-        dv_offset: slot.offset,
-    };
+/// The bitmap bytes of the DV described by `slot` in `buf`, which holds the
+/// file's bytes starting at file position `buf_start` (a single DV frame, a
+/// coalesced range covering several, or the whole file), with the file offset
+/// they start at. The frame is checked, each a distinct error naming `path` and
+/// the offset: the version byte (when `buf` starts at 0), that the frame lies
+/// inside `buf`, dataSize equal to `sizeInBytes`, and the CRC-32. The bitmap's
+/// own structure is not: [`read_dv`] and [`read_dv_serialized`] check it.
+pub fn dv_payload<'a>(
+    buf: &'a [u8],
+    buf_start: u64,
+    slot: &DvSlot,
+    path: &str,
+) -> Result<(&'a [u8], u64)> {
+    let location = slot_location(slot, path);
     let fail = |offset: u64, what: &'static str, expected: String, actual: String| {
         Error::CorruptDeletionVector {
             location: location.clone(),
@@ -225,9 +226,51 @@ pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<
             format!("{actual_crc:#010x} (computed)"),
         ));
     }
-    let map = bitmap::deserialize(data).map_err(|e| e.relocate(&location, start + SIZE_LEN))?;
-    check_cardinality(&map, slot.cardinality, &location, start)?;
+    Ok((data, start + SIZE_LEN))
+}
+
+/// Decode the DV described by `slot` from `buf` (as [`dv_payload`]), then
+/// check the bitmap (magic and structure) and its cardinality against the
+/// descriptor's.
+pub fn read_dv(buf: &[u8], buf_start: u64, slot: &DvSlot, path: &str) -> Result<RoaringTreemap> {
+    let (data, at) = dv_payload(buf, buf_start, slot, path)?;
+    let location = slot_location(slot, path);
+    let map = bitmap::deserialize(data).map_err(|e| e.relocate(&location, at))?;
+    check_count(map.len(), slot.cardinality, &location, at - SIZE_LEN)?;
     Ok(map)
+}
+
+/// The DV described by `slot` as its serialized bitmap, checked exactly as
+/// [`read_dv`] checks it ([`rows::validate`]), without building the bitmap.
+pub fn read_dv_serialized(
+    buf: &[u8],
+    buf_start: u64,
+    slot: &DvSlot,
+    path: &str,
+) -> Result<SerializedDv> {
+    let (data, at) = dv_payload(buf, buf_start, slot, path)?;
+    let location = slot_location(slot, path);
+    let rows = rows::validate(data).map_err(|e| e.relocate(&location, at))?;
+    check_count(rows, slot.cardinality, &location, at - SIZE_LEN)?;
+    Ok(SerializedDv {
+        bytes: data.to_vec(),
+        cardinality: rows,
+    })
+}
+
+/// A deletion vector's RoaringBitmapArray bytes, already checked (structure,
+/// payloads, the descriptor's cardinality), and the number of rows they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SerializedDv {
+    pub bytes: Vec<u8>,
+    pub cardinality: u64,
+}
+
+fn slot_location(slot: &DvSlot, path: &str) -> Location {
+    Location::File {
+        path: path.to_string(),
+        dv_offset: slot.offset,
+    }
 }
 
 /// The decoded cardinality must equal the descriptor's.
@@ -237,13 +280,18 @@ pub fn check_cardinality(
     location: &Location,
     offset: u64,
 ) -> Result<()> {
-    if map.len() != expected {
+    check_count(map.len(), expected, location, offset)
+}
+
+/// `actual` decoded rows must equal the descriptor's `expected` cardinality.
+pub fn check_count(actual: u64, expected: u64, location: &Location, offset: u64) -> Result<()> {
+    if actual != expected {
         return Err(Error::CorruptDeletionVector {
             location: location.clone(),
             offset,
             what: "cardinality",
             expected: format!("{expected} (descriptor)"),
-            actual: format!("{} (decoded)", map.len()),
+            actual: format!("{actual} (decoded)"),
         });
     }
     Ok(())

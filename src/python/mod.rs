@@ -283,6 +283,16 @@ impl PartialEq for DeletionVector {
 }
 
 impl DeletionVector {
+    /// From bytes already checked (`file::read_dv_serialized`,
+    /// `inline_serialized`): the bitmap is built only when needed.
+    pub(crate) fn from_serialized(dv: crate::format::file::SerializedDv) -> Self {
+        DeletionVector {
+            bytes: Some(Arc::from(dv.bytes)),
+            cardinality: dv.cardinality,
+            map: OnceLock::new(),
+        }
+    }
+
     pub(crate) fn from_map(map: RoaringTreemap) -> Self {
         DeletionVector {
             bytes: None,
@@ -579,12 +589,13 @@ impl DeletionVectorDescriptor {
         self.inner.absolute_path(table_root)
     }
 
-    /// Load the deleted rows (reads only this DV's byte range).
+    /// Load the deleted rows (reads only this DV's byte range; every check of
+    /// the bytes runs now, the bitmap is built only when an operation needs it).
     fn read(&self, py: Python<'_>, table_root: &str) -> PyResult<DeletionVector> {
-        let map = py
-            .detach(|| dv::load(&self.inner, table_root))
+        let loaded = py
+            .detach(|| dv::load_serialized(&self.inner, table_root, &Default::default()))
             .map_err(to_py)?;
-        Ok(DeletionVector::from_map(map))
+        Ok(DeletionVector::from_serialized(loaded))
     }
 
     /// Python syntax, in the constructor's keyword form (evaluates back to an

@@ -183,15 +183,15 @@ impl RawDeltaTable {
     /// `[(path, DeletionVector)]` for every live file with a DV (one GET per DV file).
     fn deletion_vectors(&self, py: Python<'_>) -> PyResult<Vec<(String, DeletionVector)>> {
         let loaded = py
-            .detach(|| block_on(self.snapshot.deletion_vectors()))
+            .detach(|| block_on(self.snapshot.deletion_vectors_serialized()))
             .map_err(to_py)?
             .map_err(to_py)?;
         Ok(loaded
             .into_iter()
-            .filter_map(|(i, map)| {
+            .filter_map(|(i, dv)| {
                 self.snapshot
                     .file_path(i)
-                    .map(|p| (p, DeletionVector::from_map(map)))
+                    .map(|p| (p, DeletionVector::from_serialized(dv)))
             })
             .collect())
     }

@@ -10,7 +10,7 @@ use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
-use crate::format::file::{self, DvSlot};
+use crate::format::file::{self, DvSlot, SerializedDv};
 use crate::io::{block_on, TableStore};
 
 /// Ranges of one DV file closer than this are fetched with one GET.
@@ -67,13 +67,48 @@ pub async fn load_many(
     store: &TableStore,
     descriptors: &[&DeletionVectorDescriptor],
 ) -> Result<Vec<RoaringTreemap>> {
-    let mut out: Vec<Option<RoaringTreemap>> = vec![None; descriptors.len()];
+    load_many_as(
+        store,
+        descriptors,
+        DeletionVectorDescriptor::inline_bitmap,
+        file::read_dv,
+    )
+    .await
+}
+
+/// [`load_many`], each DV kept as its checked serialized bytes (for callers
+/// that decode row indexes straight from them: `format::rows`).
+pub async fn load_many_serialized(
+    store: &TableStore,
+    descriptors: &[&DeletionVectorDescriptor],
+) -> Result<Vec<SerializedDv>> {
+    load_many_as(
+        store,
+        descriptors,
+        DeletionVectorDescriptor::inline_serialized,
+        file::read_dv_serialized,
+    )
+    .await
+}
+
+/// How [`load_many_as`] turns an inline descriptor, or a DV frame inside
+/// fetched bytes (bytes, their file offset, slot, file name), into `T`.
+type InlineDecoder<T> = fn(&DeletionVectorDescriptor) -> Result<T>;
+type FrameDecoder<T> = fn(&[u8], u64, &DvSlot, &str) -> Result<T>;
+
+async fn load_many_as<T>(
+    store: &TableStore,
+    descriptors: &[&DeletionVectorDescriptor],
+    inline: InlineDecoder<T>,
+    frame: FrameDecoder<T>,
+) -> Result<Vec<T>> {
+    let mut out: Vec<Option<T>> = descriptors.iter().map(|_| None).collect();
     // DV file -> (slot, index in `descriptors`)
     let mut by_file: BTreeMap<String, (Path, Vec<(DvSlot, usize)>)> = BTreeMap::new();
     for (i, d) in descriptors.iter().enumerate() {
         if d.storage_type() == StorageType::Inline {
             if let Some(slot) = out.get_mut(i) {
-                *slot = Some(d.inline_bitmap()?);
+                *slot = Some(inline(d)?);
             }
             continue;
         }
@@ -119,7 +154,7 @@ pub async fn load_many(
             let name = store_display(store, &path);
             members
                 .into_iter()
-                .map(|(slot, i)| file::read_dv(&bytes, start, &slot, &name).map(|m| (i, m)))
+                .map(|(slot, i)| frame(&bytes, start, &slot, &name).map(|m| (i, m)))
                 .collect::<Result<Vec<_>>>()
         }))
         .await?;
@@ -167,6 +202,25 @@ fn store_display(store: &TableStore, path: &Path) -> String {
 /// (a local path or any supported URI). Reads exactly the DV's byte range.
 pub fn load(descriptor: &DeletionVectorDescriptor, table_root: &str) -> Result<RoaringTreemap> {
     load_with_options(descriptor, table_root, &HashMap::new())
+}
+
+/// [`load`], the DV kept as its checked serialized bytes.
+pub fn load_serialized(
+    descriptor: &DeletionVectorDescriptor,
+    table_root: &str,
+    options: &HashMap<String, String>,
+) -> Result<SerializedDv> {
+    if descriptor.storage_type() == StorageType::Inline {
+        return descriptor.inline_serialized();
+    }
+    let store = TableStore::open(table_root, options)?;
+    let mut loaded = block_on(load_many_serialized(&store, &[descriptor]))??;
+    loaded.pop().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "deletion vector {} was not loaded",
+            descriptor.unique_id()
+        ))
+    })
 }
 
 /// [`load`] with storage options.

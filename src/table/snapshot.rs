@@ -403,6 +403,18 @@ impl Snapshot {
         Ok(with_dv.iter().map(|(i, _)| *i).zip(maps).collect())
     }
 
+    /// [`Snapshot::deletion_vectors`], each DV kept as its checked serialized
+    /// bytes instead of a bitmap.
+    pub async fn deletion_vectors_serialized(
+        &self,
+    ) -> Result<Vec<(usize, crate::format::file::SerializedDv)>> {
+        let with_dv = self.dv_descriptors()?;
+        let descriptors: Vec<&crate::DeletionVectorDescriptor> =
+            with_dv.iter().map(|(_, d)| d).collect();
+        let loaded = dv::load_many_serialized(&self.store, &descriptors).await?;
+        Ok(with_dv.iter().map(|(i, _)| *i).zip(loaded).collect())
+    }
+
     /// The live files as one Arrow batch (column names as deltalake's
     /// `get_add_actions`): path, size_bytes, modification_time, data_change,
     /// num_records, logical_rows, tight_bounds, the DV descriptor fields, and

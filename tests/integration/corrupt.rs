@@ -25,7 +25,16 @@ fn one_dv_table() -> (tempfile::TempDir, DeletionVectorDescriptor, Vec<u8>) {
 fn load_with(dir: &tempfile::TempDir, d: &DeletionVectorDescriptor, bytes: &[u8]) -> Error {
     let root = dir.path().to_str().unwrap();
     fs::write(d.absolute_path(root).unwrap(), bytes).unwrap();
-    dv::load(d, root).unwrap_err()
+    both_fail(d, root)
+}
+
+/// Loading as a bitmap and as checked serialized bytes fail alike: the same
+/// error, word for word (the bytes path skips no check).
+fn both_fail(d: &DeletionVectorDescriptor, root: &str) -> Error {
+    let as_bitmap = dv::load(d, root).unwrap_err();
+    let as_bytes = dv::load_serialized(d, root, &Default::default()).unwrap_err();
+    assert_eq!(as_bitmap.to_string(), as_bytes.to_string());
+    as_bitmap
 }
 
 fn message(e: &Error) -> String {
@@ -40,10 +49,15 @@ fn message(e: &Error) -> String {
 #[test]
 fn intact_file_loads() {
     let (dir, d, _) = one_dv_table();
-    assert_eq!(
-        dv::load(&d, dir.path().to_str().unwrap()).unwrap(),
-        sample()
-    );
+    let root = dir.path().to_str().unwrap();
+    assert_eq!(dv::load(&d, root).unwrap(), sample());
+    let serialized = dv::load_serialized(&d, root, &Default::default()).unwrap();
+    assert_eq!(serialized.cardinality, 7);
+    assert_eq!(bitmap::deserialize(&serialized.bytes).unwrap(), sample());
+    let inline = DeletionVectorDescriptor::inline(&sample()).unwrap();
+    let serialized = inline.inline_serialized().unwrap();
+    assert_eq!(serialized.bytes, bitmap::serialize(&sample()).unwrap());
+    assert_eq!(serialized.cardinality, 7);
 }
 
 #[test]
@@ -101,11 +115,22 @@ fn cardinality_mismatch() {
         99,
     )
     .unwrap();
-    let m = message(&dv::load(&lying, root).unwrap_err());
+    let m = message(&both_fail(&lying, root));
     assert!(
         m.contains("cardinality") && m.contains("expected 99") && m.contains("found 7"),
         "{m}"
     );
+    let inline = DeletionVectorDescriptor::inline(&sample()).unwrap();
+    let lying_inline = DeletionVectorDescriptor::try_new(
+        "i",
+        inline.path_or_inline_dv(),
+        None,
+        i64::from(inline.size_in_bytes()),
+        8,
+    )
+    .unwrap();
+    let m = message(&both_fail(&lying_inline, root));
+    assert!(m.contains("expected 8") && m.contains("found 7"), "{m}");
 }
 
 #[test]

@@ -88,6 +88,10 @@ proptest! {
             let (start, end) = slot.frame_range();
             let frame = &bytes[start as usize..end as usize];
             prop_assert_eq!(&file::read_dv(frame, start, slot, "f.bin").unwrap(), map);
+            // The serialized form holds the same rows, checked the same way.
+            let serialized = file::read_dv_serialized(frame, start, slot, "f.bin").unwrap();
+            prop_assert_eq!(serialized.cardinality, map.len());
+            prop_assert_eq!(&bitmap::deserialize(&serialized.bytes).unwrap(), map);
         }
         prop_assert_eq!(slots.last().unwrap().frame_range().1, bytes.len() as u64);
     }
