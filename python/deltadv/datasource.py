@@ -8,9 +8,12 @@ Register it once per session, then read like any other format::
     df = spark.read.format("deltadv").option("versionAsOf", 3).load("s3://bucket/table")
 
 Planning (log replay, file skipping) runs once, in a Python worker on the driver;
-each Spark partition is one scan task whose JSON text is all that crosses to the
-executors, which read the data file and apply its deletion vector without
-replaying the log. The version is pinned when Spark first asks for the schema (at
+scan tasks are packed into Spark partitions the way Spark packs files (each task
+worth its bytes plus 4 MiB, at most ``splitSize`` a partition, spread over the
+session's default parallelism seen by :func:`register_data_source`), so a table of
+many small files makes a few Spark tasks. The tasks' JSON text is all that crosses
+to the executors, which read the data files and apply their deletion vectors
+without replaying the log. The version is pinned when Spark first asks for the schema (at
 ``load()``), so a DataFrame's schema and rows always come from one snapshot.
 
 Options (keys are case-insensitive, as everywhere in Spark):
@@ -26,8 +29,10 @@ Options (keys are case-insensitive, as everywhere in Spark):
 ``aws_*``, ``azure_*``,       storage options passed as they are (``AWS_REGION``,
 ``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...)
 ``splitSize``                 files larger than this many bytes are read as several
-                              partitions, split by row groups (default 128 MiB,
-                              Spark's ``spark.sql.files.maxPartitionBytes`` default)
+                              tasks, split by row groups, and no partition packs
+                              more (default: the session's
+                              ``spark.sql.files.maxPartitionBytes`` when registered,
+                              else 128 MiB)
 ``filterPushdown``            ``true`` to prune with the query's filters (default
                               ``false``; read the caveat below)
 ``readChangeFeed``            ``true`` to read the Change Data Feed instead of the rows
@@ -89,7 +94,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _to_arrow_schema
+from deltadv._spark_util import DEFAULT_SPLIT_SIZE, _pack, _to_arrow_schema
+from deltadv._spark_util import _split_size as _session_split_size
 from deltadv.table import DeltaTable, ScanTask
 
 if TYPE_CHECKING:
@@ -330,8 +336,8 @@ def _open_table(options: Mapping[str, str]) -> DeltaTable:
     return table
 
 
-def _split_size(options: Mapping[str, str]) -> int:
-    text = options.get(SPLIT_SIZE_KEY, str(DEFAULT_SPLIT_SIZE)).strip()
+def _split_size(options: Mapping[str, str], default: int = DEFAULT_SPLIT_SIZE) -> int:
+    text = options.get(SPLIT_SIZE_KEY, str(default)).strip()
     try:
         size = int(text)
     except ValueError:
@@ -391,6 +397,12 @@ class DeltaDVDataSource(DataSource):
 
     # The version schema() loaded; pickled with the instance, so planning reads it.
     _version: int | None = None
+    # The session's default parallelism and maxPartitionBytes, set on the subclass
+    # register_data_source() registers (planning runs in a Python worker, which
+    # cannot ask the session). None: unknown (tasks then pack only up to their
+    # mean size).
+    _parallelism: int | None = None
+    _max_partition_bytes: int = DEFAULT_SPLIT_SIZE
 
     @classmethod
     def name(cls) -> str:
@@ -413,6 +425,10 @@ class DeltaDVDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         _storage_options(self.options)  # reject bad options before planning
         _split_size(self.options)
+        packing = {
+            "_parallelism": "" if self._parallelism is None else str(self._parallelism),
+            "_max_partition_bytes": str(self._max_partition_bytes),
+        }
         if _change_feed(self.options) is not None:
             options = dict(self.options)
             if self._version is not None and not any(
@@ -420,7 +436,7 @@ class DeltaDVDataSource(DataSource):
             ):
                 # The range ends where schema() saw the table: rows and schema agree.
                 options["endingversion"] = str(self._version)
-            return DeltaDVChangeFeedReader(options, schema)
+            return DeltaDVChangeFeedReader(options, schema, packing)
         pushdown = _pushdown_enabled(self.options)
         version = self._version
         if version is None:  # a user-given schema: Spark did not ask us for one
@@ -430,16 +446,36 @@ class DeltaDVDataSource(DataSource):
             options.pop(key, None)
         options["version"] = str(version)
         cls = DeltaDVReader if pushdown else DeltaDVPlainReader
-        return cls(options, schema)
+        return cls(options, schema, packing)
+
+
+def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
+    """Scan tasks as Spark partitions, each the JSON texts of the tasks it reads
+    (packed like Spark's files: ``_spark_util._pack``)."""
+    sizes = [task.size for task in tasks]
+    groups = _pack(sizes, split_size, parallelism or max(1, len(tasks)))
+    return [InputPartition([tasks[i].json for i in group]) for group in groups]
 
 
 class DeltaDVPlainReader(DataSourceReader):
-    """One Spark partition per scan task, planned without Spark's filters."""
+    """Scan tasks packed into Spark partitions, planned without Spark's filters."""
 
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+    def __init__(
+        self,
+        options: dict[str, str],
+        schema: StructType,
+        packing: Mapping[str, str] | None = None,
+    ) -> None:
         self.options = options
         self.schema = schema
         self.predicate: Expression | None = None
+        packing = packing or {}
+        parallelism = packing.get("_parallelism", "")
+        self.parallelism = int(parallelism) if parallelism else None
+        self.max_partition_bytes = int(packing.get("_max_partition_bytes", DEFAULT_SPLIT_SIZE))
+
+    def _split(self) -> int:
+        return _split_size(self.options, self.max_partition_bytes)
 
     def partitions(self) -> list[InputPartition]:
         table = _open_table(self.options)
@@ -453,23 +489,23 @@ class DeltaDVPlainReader(DataSourceReader):
         columns = None if names == table_names else names
         # filter_rows=False: the predicate only prunes (files, row groups); Spark applies
         # every filter to the rows, and a filter that does not bind just prunes nothing.
-        tasks = table.scan_tasks(
-            columns, self.predicate, filter_rows=False, split_size=_split_size(self.options)
-        )
-        return [InputPartition(task.json) for task in tasks]
+        split = self._split()
+        tasks = table.scan_tasks(columns, self.predicate, filter_rows=False, split_size=split)
+        return _packed(tasks, split, self.parallelism)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:  # Spark's stand-in partition for an empty table
             return
         # Spark requires this exact Arrow schema (names, order, types, nullability).
         target = _to_arrow_schema(self.schema)
-        task = ScanTask(partition.value, _storage_options(self.options))
-        for batch in task.read():
-            if batch.schema != target:
-                batch = pa.RecordBatch.from_arrays(
-                    [batch.column(f.name).cast(f.type) for f in target], schema=target
-                )
-            yield batch
+        storage = _storage_options(self.options)
+        for text in partition.value:
+            for batch in ScanTask(text, storage).read():
+                if batch.schema != target:
+                    batch = pa.RecordBatch.from_arrays(
+                        [batch.column(f.name).cast(f.type) for f in target], schema=target
+                    )
+                yield batch
 
 
 class DeltaDVReader(DeltaDVPlainReader):
@@ -482,7 +518,7 @@ class DeltaDVReader(DeltaDVPlainReader):
 
 
 class DeltaDVChangeFeedReader(DeltaDVPlainReader):
-    """``readChangeFeed``: one Spark partition per changed file of the range."""
+    """``readChangeFeed``: the range's change tasks, packed into Spark partitions."""
 
     def partitions(self) -> list[InputPartition]:
         feed = _change_feed(self.options) or {}
@@ -494,13 +530,27 @@ class DeltaDVChangeFeedReader(DeltaDVPlainReader):
         wanted = [n for n in names if n not in CHANGE_COLUMNS]
         columns = None if wanted == table_names else wanted
         _, tasks = table.cdf_tasks(**feed, columns=columns)
-        return [InputPartition(task.json) for task in tasks]
+        return _packed(tasks, self._split(), self.parallelism)
 
 
 def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
     """Register ``format("deltadv")`` in the session; with ``filter_pushdown``, also
     set ``spark.sql.python.filterPushdown.enabled``, which reads with
-    ``option("filterPushdown", "true")`` need (see the module docs for the caveat)."""
-    spark.dataSource.register(DeltaDVDataSource)
+    ``option("filterPushdown", "true")`` need (see the module docs for the caveat).
+
+    The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
+    read here and kept on the registered class: reads pack their scan tasks into
+    partitions with them, as Spark packs files."""
+    try:
+        parallelism: int | None = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        parallelism = None
+    attrs = {
+        "_parallelism": parallelism,
+        "_max_partition_bytes": _session_split_size(spark),
+        "__module__": __name__,
+        "__doc__": DeltaDVDataSource.__doc__,
+    }
+    spark.dataSource.register(type("DeltaDVDataSource", (DeltaDVDataSource,), attrs))
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")

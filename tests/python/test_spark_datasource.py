@@ -58,6 +58,14 @@ def _pushed(spark: Any, path: str) -> Any:
     return spark.read.format("deltadv").option("filterPushdown", "true").load(path)
 
 
+def _one_task_each(spark: Any, path: str, pushdown: bool = True) -> Any:
+    """Like ``_pushed``, with splitSize 1 byte: no partition packs two scan tasks
+    (and these one-row-group files split no further), so Spark partitions count
+    the scan tasks that pruning left."""
+    reader = spark.read.format("deltadv").option("filterPushdown", str(pushdown).lower())
+    return reader.option("splitSize", "1").load(path)
+
+
 @pytest.fixture(scope="module")
 def spark_ds(delta_spark: Any) -> Iterator[Any]:
     """The shared session with format("deltadv") registered with pushdown enabled;
@@ -161,8 +169,7 @@ def test_pushed_filters_prune_files(spark_ds: Any, dv_table: str) -> None:
     """Spark partitions = scan tasks = files left after pruning (all files are small)."""
 
     def tasks(condition: str | None, pushdown: bool = True) -> int:
-        reader = spark_ds.read.format("deltadv").option("filterPushdown", str(pushdown))
-        df = reader.load(dv_table)  # a fresh load() per query
+        df = _one_task_each(spark_ds, dv_table, pushdown)  # a fresh load() per query
         return (df if condition is None else df.filter(condition)).rdd.getNumPartitions()
 
     live = deltadv.DeltaTable(dv_table).get_add_actions()
@@ -221,8 +228,8 @@ def test_odd_column_names(spark_ds: Any, tmp_path: Path) -> None:
         ours = _pushed(spark, path).filter(cond)
         theirs = spark.read.format("delta").load(path).filter(cond)
         assert _rows(ours, cols) == _rows(theirs, cols), cond
-    pruned = _pushed(spark, path).filter("`a b` = 2").rdd.getNumPartitions()
-    assert pruned < _pushed(spark, path).rdd.getNumPartitions()
+    pruned = _one_task_each(spark, path).filter("`a b` = 2").rdd.getNumPartitions()
+    assert pruned < _one_task_each(spark, path).rdd.getNumPartitions()
 
 
 def test_user_schema_selects_columns(spark_ds: Any, dv_table: str) -> None:
@@ -467,6 +474,12 @@ def test_predicates_bind_to_the_columns(dv_table: str) -> None:
         assert got, f"{f} matches no row: a weak case"
 
 
+def reader_tasks(path: str, reader: DeltaDVPlainReader) -> list[str]:
+    """The JSON of the scan tasks the reader plans, as deltadv plans them."""
+    tasks = deltadv.DeltaTable(path).scan_tasks(None, reader.predicate, filter_rows=False)
+    return [t.json for t in tasks]
+
+
 def test_reader_hands_every_filter_back(dv_table: str) -> None:
     source = DeltaDVDataSource({"path": dv_table, "filterpushdown": "true"})
     reader = source.reader(source.schema())
@@ -476,8 +489,12 @@ def test_reader_hands_every_filter_back(dv_table: str) -> None:
     assert reader.predicate == {
         "and": [_cmp("=", ("part",), {"number": "1"}), _cmp(">", ("id",), {"number": "3"})]
     }
-    tasks = reader.partitions()
-    assert tasks and all(isinstance(t.value, str) for t in tasks)
+    partitions = reader.partitions()  # each: the JSON texts of the scan tasks it packs
+    assert partitions and all(
+        p.value and all(isinstance(t, str) for t in p.value) for p in partitions
+    )
+    texts = [t for p in partitions for t in p.value]
+    assert sorted(texts) == sorted(reader_tasks(dv_table, reader))  # each task once
     plain = DeltaDVDataSource({"path": dv_table})  # pushdown is opt-in
     assert isinstance(plain.reader(plain.schema()), DeltaDVPlainReader)
     assert not isinstance(plain.reader(plain.schema()), DeltaDVReader)
@@ -675,11 +692,11 @@ def test_odd_pushed_trees_prune(spark_ds: Any, odd_table: str) -> None:
     cases = {c[0]: c for c in _odd_cases()}
 
     def partitions(condition: Any) -> int:
-        return int(_pushed(spark_ds, odd_table).filter(condition).rdd.getNumPartitions())
+        return int(_one_task_each(spark_ds, odd_table).filter(condition).rdd.getNumPartitions())
 
     table = deltadv.DeltaTable(odd_table)
     assert len(table.files()) == 3
-    assert spark_ds.read.format("deltadv").load(odd_table).rdd.getNumPartitions() == 3
+    assert _one_task_each(spark_ds, odd_table, pushdown=False).rdd.getNumPartitions() == 3
     by_row = table.scan_with_row_index(["id"]).read_all().to_pylist()
     for name in ["d = 9999", "d < 1901", "ntz"]:
         _, condition, _ = cases[name]

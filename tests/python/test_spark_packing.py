@@ -43,3 +43,46 @@ def test_many_small_files_read_in_few_spark_tasks(spark: Any, tmp_path: Path) ->
     assert sorted(r["id"] for r in df.select("id").collect()) == [
         i for i in range(2000) if i not in gone
     ]
+
+
+def test_data_source_packs_small_files(spark: Any, tmp_path: Path) -> None:
+    """format("deltadv") packs its scan tasks too: 40 small files, a few Spark
+    partitions, every live row once; splitSize bounds what one partition holds."""
+    from deltadv.datasource import register_data_source
+
+    deleted = {0: [5, 6], 39: list(range(10, 50))}
+    make_table(tmp_path / "t", files=40, rows_per_file=50, deleted=deleted)
+    register_data_source(spark)
+    df = spark.read.format("deltadv").load(str(tmp_path / "t"))
+    assert 1 <= df.rdd.getNumPartitions() <= spark.sparkContext.defaultParallelism * 2
+    gone = {f * 50 + r for f, rows in deleted.items() for r in rows}
+    assert sorted(r["id"] for r in df.select("id").collect()) == [
+        i for i in range(2000) if i not in gone
+    ]
+    # 1-byte partitions: no two tasks share one, so every file is its own partition.
+    one_each = spark.read.format("deltadv").option("splitSize", "1").load(str(tmp_path / "t"))
+    assert one_each.rdd.getNumPartitions() == 40
+    assert one_each.count() == 2000 - len(gone)
+
+
+def test_data_source_packs_change_feed(spark: Any, tmp_path: Path) -> None:
+    """A Change Data Feed read through the data source packs its change tasks and
+    keeps every change: each of the 12 commits' inserts once."""
+    import pyarrow as pa
+
+    from deltadv.datasource import register_data_source
+    from deltadv.write import write_table
+
+    path = str(tmp_path / "cdf")
+    for i in range(12):
+        write_table(
+            path,
+            pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}),
+            mode="error" if i == 0 else "append",
+            configuration={"delta.enableChangeDataFeed": "true"},
+        )
+    register_data_source(spark)
+    df = spark.read.format("deltadv").option("readChangeFeed", "true").load(path)
+    assert df.rdd.getNumPartitions() < 12
+    rows = df.select("id", "_change_type", "_commit_version").collect()
+    assert sorted((r[0], r[1], r[2]) for r in rows) == [(i, "insert", i // 10) for i in range(120)]
