@@ -1,8 +1,10 @@
 //! Scans: read a snapshot's data files into Arrow batches with the rows that
 //! deletion vectors mark already gone.
 //!
-//! Each file's DV becomes a parquet row selection before decoding, so deleted
-//! rows are never decoded. Row indexes are always physical: a row's index is
+//! Each file's DV becomes a parquet row selection before decoding (long runs
+//! of deleted rows, and row groups and pages they empty, are never fetched
+//! nor decoded) and a keep-mask per decoded batch for the rest
+//! ([`selection`]). Row indexes are always physical: a row's index is
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
 
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use arrow_array::{new_null_array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelectionPolicy};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
@@ -561,8 +563,15 @@ async fn stream_file_columns(
         (DeletedRows::Load, Some(d)) => Some(dv::load_one(store, d).await?),
         (DeletedRows::Load, None) => None,
     };
-    let plan = selection::plan(&row_group_rows, &chosen, deleted.as_ref(), &file.path)?;
-    drop(deleted);
+    let plan = selection::plan(
+        &row_group_rows,
+        &chosen,
+        deleted.as_ref(),
+        SKIP_MIN_RUN,
+        &file.path,
+    )?;
+    // Only the shorter runs the selection keeps are masked per batch.
+    let deleted = deleted.filter(|_| plan.masked > 0);
     if plan.row_groups.is_empty() {
         // Every row the scan would read is deleted: nothing is fetched.
         return Ok(futures::stream::empty().boxed());
@@ -619,20 +628,25 @@ async fn stream_file_columns(
         }
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted_roots);
-    let stream = builder
+    let mut builder = builder
         .with_projection(mask)
         .with_row_groups(plan.row_groups.clone())
-        .with_row_selection(plan.selection.clone())
-        .with_row_selection_policy(selection_policy())
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| parquet_error(&file.path, e))?;
+        .with_batch_size(BATCH_ROWS);
+    if !plan.reads_whole_row_groups() {
+        // Every skip is a run of at least SKIP_MIN_RUN rows: skipped as
+        // runs (whole pages with the offset index), never via a mask.
+        builder = builder
+            .with_row_selection(plan.selection.clone())
+            .with_row_selection_policy(RowSelectionPolicy::Selectors);
+    }
+    let stream = builder.build().map_err(|e| parquet_error(&file.path, e))?;
     let mut shape = BatchShape {
         out_schema,
         sources,
         spec: spec.clone(),
         file: file.clone(),
         kept: selection::KeptRows::new(plan.kept),
+        deleted,
         path_column: None,
     };
     let path = file.path.clone();
@@ -652,14 +666,34 @@ struct BatchShape {
     sources: Vec<Source>,
     spec: ScanSpec,
     file: ScanFile,
-    /// Physical indexes of the rows still to come, in output order.
+    /// Physical indexes of the rows the reader has still to return, in order.
     kept: selection::KeptRows,
+    /// Deleted rows the selection reads (short runs), dropped by a keep-mask
+    /// per batch; None when the selection is exact.
+    deleted: Option<RoaringTreemap>,
     /// One file-path column for the largest batch, sliced (zero-copy) per batch.
     path_column: Option<ArrayRef>,
 }
 
 impl BatchShape {
     fn apply(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
+        let runs = self.kept.take_runs(batch.num_rows());
+        // Drop the deleted rows the selection kept: one keep-mask from the
+        // bitmap, one prepared filter for all columns.
+        let (batch, keep) = match &self.deleted {
+            Some(deleted) => {
+                let (keep, dropped) = selection::keep_mask(&runs, deleted);
+                if dropped == 0 {
+                    (batch, None)
+                } else {
+                    let keep = arrow_array::BooleanArray::new(keep, None);
+                    let kept = arrow_select::filter::filter_record_batch(&batch, &keep)
+                        .map_err(|e| parquet_error(&self.file.path, e))?;
+                    (kept, Some(keep))
+                }
+            }
+            None => (batch, None),
+        };
         let n = batch.num_rows();
         let spec = &self.spec;
         let file = &self.file;
@@ -691,11 +725,18 @@ impl BatchShape {
                     let values = vec![raw.as_deref(); n];
                     schema::partition_array(name, &delta.data_type, &values)?
                 }
-                Source::RowIndex => Arc::new(Int64Array::from_iter_values(
-                    self.kept
-                        .take(n)
-                        .map(|i| i64::try_from(i).unwrap_or(i64::MAX)),
-                )),
+                Source::RowIndex => {
+                    let rows = runs.iter().flat_map(|&(start, len)| start..start + len);
+                    let index = |i: u64| i64::try_from(i).unwrap_or(i64::MAX);
+                    Arc::new(match &keep {
+                        Some(keep) => Int64Array::from_iter_values(
+                            rows.zip(keep.values().iter())
+                                .filter(|(_, k)| *k)
+                                .map(|(i, _)| index(i)),
+                        ),
+                        None => Int64Array::from_iter_values(rows.map(index)),
+                    })
+                }
                 Source::FilePath => match &self.path_column {
                     Some(a) if a.len() >= n => a.slice(0, n),
                     _ => {
@@ -726,24 +767,13 @@ enum Source {
     FilePath,
 }
 
-/// How deleted rows are skipped while decoding. Measured on 10 x 1M-row
-/// files (benches/bench_scan.py): a boolean mask (decode the pages, drop rows
-/// with one filter per batch) beats a queue of skip/select runs at 1%, 10%
-/// and 50% random deletions (1.15x / 1.45x / 3.2x of the compacted scan vs
-/// 1.26x / 2.4x / 7.1x with selectors), so it is the default.
-/// `DELTADV_SELECTION` = `mask`, `selectors` or `auto:<avg run>` overrides it.
-fn selection_policy() -> parquet::arrow::arrow_reader::RowSelectionPolicy {
-    use parquet::arrow::arrow_reader::RowSelectionPolicy as P;
-    match std::env::var("DELTADV_SELECTION").as_deref() {
-        Ok("mask") => P::Mask,
-        Ok("selectors") => P::Selectors,
-        Ok(v) => match v.strip_prefix("auto:").and_then(|t| t.parse().ok()) {
-            Some(threshold) => P::Auto { threshold },
-            None => P::Mask,
-        },
-        Err(_) => P::Mask,
-    }
-}
+/// Deleted runs at least this long are skipped by the parquet reader (as
+/// row-selection runs: it skips their values, or whole pages with the
+/// offset index, without decoding them); shorter ones are decoded and dropped
+/// by the batch's keep-mask. Measured on benches/bench_scan.py's random
+/// deletes, a selector per deleted row cost 1.3-2.2x the mask; a skip of 1,024
+/// rows costs about what decoding them does.
+const SKIP_MIN_RUN: u64 = 1024;
 
 /// Rows per decoded batch (arrow-rs defaults to 1,024; 8,192 decodes about
 /// 25% faster in benches/bench_scan.py).

@@ -44,7 +44,7 @@ async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option
     let meta = scan::load_metadata_for(store, &path, size).await?;
     let rows = scan::row_group_rows(meta.metadata(), &path)?;
     let all: Vec<usize> = (0..rows.len()).collect();
-    let plan = selection::plan(&rows, &all, Some(&r.deleted), &path)?;
+    let plan = selection::plan(&rows, &all, Some(&r.deleted), 1, &path)?;
     let kept = plan.kept_count();
     if kept == 0 {
         return Ok(None);

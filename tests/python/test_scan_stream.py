@@ -184,3 +184,36 @@ def test_pages_a_dv_empties_are_not_fetched(tmp_path: Path) -> None:
     # Nearly two fifths of the column data are not fetched (the DV, the offset
     # index and the pages the run starts and ends in cost a little).
     assert emptied < 0.7 * whole, (emptied, whole)
+
+
+def test_long_runs_skipped_short_runs_masked(tmp_path: Path) -> None:
+    """Runs of >= 1,024 deleted rows are skipped by the parquet reader, shorter
+    ones dropped per batch by a keep-mask: every mix (runs of 1,023 / 1,024 /
+    4,000 rows, runs across row-group and batch boundaries, scattered rows, a
+    whole row group) gives exactly the live rows, each with its own physical
+    row index, with and without the row-index column."""
+    n, rg = 50_000, 12_000
+    f0 = [
+        *range(1000, 5000),  # long
+        *range(8190, 8195),  # short, across the first 8,192-row batch's end
+        *range(11_990, 12_010),  # short, across a row-group boundary
+        *range(20_000, 21_024),  # exactly 1,024
+        *range(23_500, 24_600),  # long, across a row-group boundary
+        *range(30_000, 31_023),  # 1,023: masked
+        *range(40_000, 50_000, 7),  # scattered
+        49_999,
+    ]
+    f1 = [0, 1, *range(12_000, 24_000), *range(30_001, 48_000, 3)]  # a whole row group
+    deleted = {0: sorted(set(f0)), 1: f1}
+    make_table(tmp_path / "t", files=2, rows_per_file=n, deleted=deleted, row_group_size=rg)
+    t = DeltaTable(str(tmp_path / "t"))
+    want = _ids_without(deleted, rows=n, files=2)
+    assert t.scan(["id"]).read_all().column("id").to_pylist() == want
+    got = t.scan_with_row_index(["id", "value"]).read_all()
+    assert got.column("id").to_pylist() == want
+    assert got.column("value").to_pylist() == [f"v{i}" for i in want]
+    assert got.column("_row_index").to_pylist() == [i % n for i in want]
+    # Each batch's rows and indexes stay aligned too (not only the whole).
+    for batch in t.scan_with_row_index(["id"]):
+        ids = batch.column("id").to_pylist()
+        assert batch.column("_row_index").to_pylist() == [i % n for i in ids]
