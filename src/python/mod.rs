@@ -10,13 +10,6 @@ use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 use std::sync::{Arc, OnceLock};
 
-/// The extension module's allocator. Scans allocate and free a buffer per
-/// column and batch; glibc's malloc hands large ones back to the kernel,
-/// so each batch paid fresh zeroed pages (page faults were ~20% of a scan's
-/// CPU time). mimalloc keeps freed pages for reuse.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod dml;
 mod maintain;
 mod stream;
