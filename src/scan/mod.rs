@@ -318,11 +318,20 @@ fn int96_as_micros(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowRe
             other => other.clone(),
         }
     }
+    retyped(meta, micros)
+}
+
+/// `meta` with each top-level column read as `retype` of its Arrow type (a
+/// type hint parquet decodes to directly).
+fn retyped(
+    meta: ArrowReaderMetadata,
+    retype: impl Fn(&DataType) -> DataType,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
     let hinted: Vec<Field> = meta
         .schema()
         .fields()
         .iter()
-        .map(|f| f.as_ref().clone().with_data_type(micros(f.data_type())))
+        .map(|f| f.as_ref().clone().with_data_type(retype(f.data_type())))
         .collect();
     let schema = Arc::new(Schema::new_with_metadata(
         hinted,
@@ -332,6 +341,23 @@ fn int96_as_micros(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowRe
         meta.metadata().clone(),
         ArrowReaderOptions::new().with_schema(schema),
     )
+}
+
+/// `meta` with top-level string columns read as `Utf8View` (the scan casts
+/// them back to the table's type after dropping deleted rows).
+fn strings_as_views(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let has_strings = meta
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| f.data_type() == &DataType::Utf8);
+    if !has_strings {
+        return Ok(meta);
+    }
+    retyped(meta, |dt| match dt {
+        DataType::Utf8 => DataType::Utf8View,
+        other => other.clone(),
+    })
 }
 
 /// A run of deleted rows at least this long can cover a whole data page
@@ -582,6 +608,14 @@ async fn stream_file_columns(
         with_offset_index(&mut reader, meta)
             .await
             .map_err(|e| data_file_error(&file.path, e))?
+    } else {
+        meta
+    };
+    // Rows the keep-mask drops are decoded, then filtered out of every column:
+    // strings read as views make that filter copy 16-byte views instead of
+    // the string bytes, and are copied once, by the cast to the table's type.
+    let meta = if plan.masked > 0 {
+        strings_as_views(meta).map_err(|e| parquet_error(&file.path, e))?
     } else {
         meta
     };
