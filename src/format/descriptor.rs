@@ -316,16 +316,21 @@ impl DeletionVectorDescriptor {
         }
     }
 
-    /// Decode an inline DV's bitmap and check its cardinality.
-    pub fn inline_bitmap(&self) -> Result<RoaringTreemap> {
+    /// An inline DV's bitmap bytes, decoded from Z85 (not yet checked).
+    fn inline_bytes(&self) -> Result<Vec<u8>> {
         if self.storage_type != StorageType::Inline {
             return Err(Error::InvalidArgument(format!(
                 "descriptor {} is not inline",
                 self.unique_id()
             )));
         }
-        let bytes = z85::decode(&self.path_or_inline_dv, self.size_in_bytes as usize)
-            .map_err(|e| e.relocate(&Location::Inline, 0))?;
+        z85::decode(&self.path_or_inline_dv, self.size_in_bytes as usize)
+            .map_err(|e| e.relocate(&Location::Inline, 0))
+    }
+
+    /// Decode an inline DV's bitmap and check its cardinality.
+    pub fn inline_bitmap(&self) -> Result<RoaringTreemap> {
+        let bytes = self.inline_bytes()?;
         let map = bitmap::deserialize(&bytes).map_err(|e| e.relocate(&Location::Inline, 0))?;
         file::check_cardinality(&map, self.cardinality, &Location::Inline, 0)?;
         Ok(map)
@@ -334,14 +339,7 @@ impl DeletionVectorDescriptor {
     /// An inline DV's bitmap bytes, checked as [`Self::inline_bitmap`] checks
     /// them, without building the bitmap.
     pub fn inline_serialized(&self) -> Result<file::SerializedDv> {
-        if self.storage_type != StorageType::Inline {
-            return Err(Error::InvalidArgument(format!(
-                "descriptor {} is not inline",
-                self.unique_id()
-            )));
-        }
-        let bytes = z85::decode(&self.path_or_inline_dv, self.size_in_bytes as usize)
-            .map_err(|e| e.relocate(&Location::Inline, 0))?;
+        let bytes = self.inline_bytes()?;
         let rows = super::rows::validate(&bytes).map_err(|e| e.relocate(&Location::Inline, 0))?;
         file::check_count(rows, self.cardinality, &Location::Inline, 0)?;
         Ok(file::SerializedDv {

@@ -78,13 +78,6 @@ impl KeptRows {
         KeptRows { runs: runs.into() }
     }
 
-    /// The next `n` kept rows (fewer if the plan has fewer left).
-    pub fn take(&mut self, n: usize) -> impl Iterator<Item = u64> {
-        self.take_runs(n)
-            .into_iter()
-            .flat_map(|(start, len)| start..start + len)
-    }
-
     /// The next `n` kept rows as (start, len) runs of physical indexes.
     pub fn take_runs(&mut self, n: usize) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
@@ -198,19 +191,17 @@ pub fn plan(
         if rows == 0 {
             continue;
         }
-        if let Some(all) = deleted {
-            if all.range_cardinality(start..end) == rows {
-                // The DV deletes the whole row group: skip it entirely.
-                if let Some(it) = deleted_rows.as_mut() {
-                    while it.next_if(|r| *r < end).is_some() {}
-                }
-                continue;
+        let in_group = deleted.map_or(0, |d| d.range_cardinality(start..end));
+        if in_group == rows {
+            // The DV deletes the whole row group: skip it entirely.
+            if let Some(it) = deleted_rows.as_mut() {
+                while it.next_if(|r| *r < end).is_some() {}
             }
+            continue;
         }
         read_groups.push(rg);
         let mut cursor = start;
-        if let Some(all) = deleted {
-            let in_group = all.range_cardinality(start..end);
+        if in_group > 0 {
             if in_group < min_skip {
                 // No run can be long enough: all left to the mask.
                 masked += in_group;
@@ -299,10 +290,10 @@ mod tests {
         assert_eq!(p.kept, vec![(0, 5), (6, 94), (250, 50)]);
         assert_eq!(p.selection.row_count(), 149);
         let mut kept = KeptRows::new(p.kept.clone());
-        let first: Vec<u64> = kept.take(7).collect();
-        assert_eq!(first, vec![0, 1, 2, 3, 4, 6, 7]);
-        assert_eq!(kept.take(1000).count(), 149 - 7);
-        assert_eq!(kept.take(3).count(), 0);
+        assert_eq!(kept.take_runs(7), vec![(0, 5), (6, 2)]);
+        let rest = kept.take_runs(1000);
+        assert_eq!(rest.iter().map(|(_, len)| len).sum::<u64>(), 149 - 7);
+        assert!(kept.take_runs(3).is_empty());
     }
 
     #[test]

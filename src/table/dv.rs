@@ -210,17 +210,13 @@ pub fn load_serialized(
     table_root: &str,
     options: &HashMap<String, String>,
 ) -> Result<SerializedDv> {
-    if descriptor.storage_type() == StorageType::Inline {
-        return descriptor.inline_serialized();
-    }
-    let store = TableStore::open(table_root, options)?;
-    let mut loaded = block_on(load_many_serialized(&store, &[descriptor]))??;
-    loaded.pop().ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "deletion vector {} was not loaded",
-            descriptor.unique_id()
-        ))
-    })
+    load_single(
+        descriptor,
+        table_root,
+        options,
+        DeletionVectorDescriptor::inline_serialized,
+        file::read_dv_serialized,
+    )
 }
 
 /// [`load`] with storage options.
@@ -229,11 +225,35 @@ pub fn load_with_options(
     table_root: &str,
     options: &HashMap<String, String>,
 ) -> Result<RoaringTreemap> {
+    load_single(
+        descriptor,
+        table_root,
+        options,
+        DeletionVectorDescriptor::inline_bitmap,
+        file::read_dv,
+    )
+}
+
+/// One DV, decoded by `inline` or `frame` (see [`load_many_as`]); a store
+/// is opened only for a file-backed DV.
+fn load_single<T>(
+    descriptor: &DeletionVectorDescriptor,
+    table_root: &str,
+    options: &HashMap<String, String>,
+    inline: InlineDecoder<T>,
+    frame: FrameDecoder<T>,
+) -> Result<T> {
     if descriptor.storage_type() == StorageType::Inline {
-        return descriptor.inline_bitmap();
+        return inline(descriptor);
     }
     let store = TableStore::open(table_root, options)?;
-    block_on(load_one(&store, descriptor))?
+    let mut loaded = block_on(load_many_as(&store, &[descriptor], inline, frame))??;
+    loaded.pop().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "deletion vector {} was not loaded",
+            descriptor.unique_id()
+        ))
+    })
 }
 
 /// Serialize `maps` into the bytes of one DV file and their `u` descriptors.
