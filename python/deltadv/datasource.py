@@ -425,10 +425,7 @@ class DeltaDVDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         _storage_options(self.options)  # reject bad options before planning
         _split_size(self.options)
-        packing = {
-            "_parallelism": "" if self._parallelism is None else str(self._parallelism),
-            "_max_partition_bytes": str(self._max_partition_bytes),
-        }
+        packing = (self._parallelism, self._max_partition_bytes)
         if _change_feed(self.options) is not None:
             options = dict(self.options)
             if self._version is not None and not any(
@@ -464,15 +461,13 @@ class DeltaDVPlainReader(DataSourceReader):
         self,
         options: dict[str, str],
         schema: StructType,
-        packing: Mapping[str, str] | None = None,
+        packing: tuple[int | None, int] = (None, DEFAULT_SPLIT_SIZE),
     ) -> None:
         self.options = options
         self.schema = schema
         self.predicate: Expression | None = None
-        packing = packing or {}
-        parallelism = packing.get("_parallelism", "")
-        self.parallelism = int(parallelism) if parallelism else None
-        self.max_partition_bytes = int(packing.get("_max_partition_bytes", DEFAULT_SPLIT_SIZE))
+        # (default parallelism or None, maxPartitionBytes) of the registering session
+        self.parallelism, self.max_partition_bytes = packing
 
     def _split(self) -> int:
         return _split_size(self.options, self.max_partition_bytes)
