@@ -318,20 +318,20 @@ fn int96_as_micros(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowRe
             other => other.clone(),
         }
     }
-    retyped(meta, micros)
+    retyped(meta, |f| micros(f.data_type()))
 }
 
 /// `meta` with each top-level column read as `retype` of its Arrow type (a
 /// type hint parquet decodes to directly).
 fn retyped(
     meta: ArrowReaderMetadata,
-    retype: impl Fn(&DataType) -> DataType,
+    retype: impl Fn(&Field) -> DataType,
 ) -> parquet::errors::Result<ArrowReaderMetadata> {
     let hinted: Vec<Field> = meta
         .schema()
         .fields()
         .iter()
-        .map(|f| f.as_ref().clone().with_data_type(retype(f.data_type())))
+        .map(|f| f.as_ref().clone().with_data_type(retype(f)))
         .collect();
     let schema = Arc::new(Schema::new_with_metadata(
         hinted,
@@ -343,9 +343,12 @@ fn retyped(
     )
 }
 
-/// `meta` with top-level string columns read as `Utf8View` (the scan casts
-/// them back to the table's type after dropping deleted rows).
-fn strings_as_views(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+/// `meta` with top-level string columns read in a form the keep-mask filters
+/// cheaply (the scan casts them back to the table's type after dropping the
+/// deleted rows): as dictionaries where every data page of the column is
+/// dictionary-encoded (the filter moves 4-byte keys, the cast gathers each
+/// kept string once), else as `Utf8View` (the filter moves 16-byte views).
+fn strings_for_masking(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
     let has_strings = meta
         .schema()
         .fields()
@@ -354,7 +357,29 @@ fn strings_as_views(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowR
     if !has_strings {
         return Ok(meta);
     }
-    retyped(meta, |dt| match dt {
+    let parquet = meta.metadata().clone();
+    let dictionary_only = |name: &str| {
+        let columns = parquet.file_metadata().schema_descr().columns();
+        let Some(index) = columns
+            .iter()
+            .position(|c| c.path().parts() == [name.to_string()])
+        else {
+            return false;
+        };
+        parquet.row_groups().iter().all(|rg| {
+            rg.columns().get(index).is_some_and(|c| {
+                c.dictionary_page_offset().is_some()
+                    && c.page_encoding_stats_mask().is_some_and(|mask| {
+                        mask.is_only(parquet::basic::Encoding::RLE_DICTIONARY)
+                            || mask.is_only(parquet::basic::Encoding::PLAIN_DICTIONARY)
+                    })
+            })
+        })
+    };
+    retyped(meta, |f| match f.data_type() {
+        DataType::Utf8 if dictionary_only(f.name()) => {
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+        }
         DataType::Utf8 => DataType::Utf8View,
         other => other.clone(),
     })
@@ -612,10 +637,11 @@ async fn stream_file_columns(
         meta
     };
     // Rows the keep-mask drops are decoded, then filtered out of every column:
-    // strings read as views make that filter copy 16-byte views instead of
-    // the string bytes, and are copied once, by the cast to the table's type.
+    // strings read as dictionary keys or views make that filter move 4- or
+    // 16-byte items instead of the string bytes, which the cast to the
+    // table's type then copies once.
     let meta = if plan.masked > 0 {
-        strings_as_views(meta).map_err(|e| parquet_error(&file.path, e))?
+        strings_for_masking(meta).map_err(|e| parquet_error(&file.path, e))?
     } else {
         meta
     };
@@ -942,4 +968,65 @@ pub fn read_ahead(
         }
     })
     .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::StringArray;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    /// Where the mask drops rows, a string column whose data pages are all
+    /// dictionary-encoded is read as dictionary keys; one with plain pages
+    /// (never dictionary-encoded, or after a dictionary overflowed) as views.
+    #[test]
+    fn masked_strings_read_as_keys_or_views_by_encoding() -> Result<()> {
+        let n = 5_000;
+        let few: StringArray = (0..n).map(|i| Some(format!("v{}", i % 7))).collect();
+        let distinct: StringArray = (0..n).map(|i| Some(format!("distinct-{i:08}"))).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("few", Arc::new(few) as ArrayRef),
+            ("plain", Arc::new(distinct.clone()) as ArrayRef),
+            ("overflow", Arc::new(distinct) as ArrayRef),
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+            ),
+        ])
+        .map_err(|e| Error::Schema(e.to_string()))?;
+        let props = WriterProperties::builder()
+            .set_column_dictionary_enabled("plain".into(), false)
+            .set_dictionary_page_size_limit(1024)
+            .set_data_page_size_limit(1024)
+            .set_write_batch_size(256)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props))
+            .map_err(|e| Error::Schema(e.to_string()))?;
+        writer
+            .write(&batch)
+            .map_err(|e| Error::Schema(e.to_string()))?;
+        writer.close().map_err(|e| Error::Schema(e.to_string()))?;
+        let meta = ArrowReaderMetadata::load(&bytes::Bytes::from(file), Default::default())
+            .map_err(|e| Error::Schema(e.to_string()))?;
+        let hinted = strings_for_masking(meta).map_err(|e| Error::Schema(e.to_string()))?;
+        let types: Vec<&DataType> = hinted
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .collect();
+        let keys = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        assert_eq!(
+            types,
+            [
+                &keys,
+                &DataType::Utf8View,
+                &DataType::Utf8View,
+                &DataType::Int64
+            ]
+        );
+        Ok(())
+    }
 }

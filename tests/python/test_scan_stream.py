@@ -6,6 +6,7 @@ deletion vector empties are never fetched."""
 from __future__ import annotations
 
 import gc
+import json
 import time
 from pathlib import Path
 
@@ -217,3 +218,74 @@ def test_long_runs_skipped_short_runs_masked(tmp_path: Path) -> None:
     for batch in t.scan_with_row_index(["id"]):
         ids = batch.column("id").to_pylist()
         assert batch.column("_row_index").to_pylist() == [i % n for i in ids]
+
+
+def test_masked_strings_in_every_encoding(tmp_path: Path) -> None:
+    """Where the keep-mask drops rows, string columns are decoded as dictionary
+    keys (every page dictionary-encoded) or as views (plain pages, or a
+    dictionary that overflowed mid-chunk) and cast back: each kind gives the
+    live rows' exact values, nulls included, typed ``string``."""
+    import pyarrow.parquet as pq
+
+    import deltadv
+    from deltadv.write import commit_files
+
+    n = 30_000
+    ids = list(range(n))
+    data = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            # few distinct values and nulls: dictionary pages only
+            "d": pa.array([None if i % 11 == 0 else f"d{i % 7}" for i in ids], pa.string()),
+            # never dictionary-encoded
+            "p": pa.array([None if i % 13 == 0 else f"plain-{i}" for i in ids], pa.string()),
+            # a dictionary that outgrows its limit: dictionary pages, then plain
+            "f": pa.array([f"fallback-value-{i:08d}" for i in ids], pa.string()),
+        }
+    )
+    root = tmp_path / "t"
+    root.mkdir()
+    name = "part-00000-strings.parquet"
+    pq.write_table(
+        data,
+        root / name,
+        row_group_size=12_000,
+        use_dictionary=["d", "f"],
+        dictionary_pagesize_limit=8192,
+        data_page_size=4096,
+    )
+    chunks = pq.ParquetFile(root / name).metadata.row_group(0)
+    encodings = {
+        chunks.column(c).path_in_schema: set(chunks.column(c).encodings) for c in (1, 2, 3)
+    }
+    # (the chunk's list names the dictionary page's PLAIN too: "f" is told
+    # from "d" by its data, 23-byte distinct strings overflowing 8 KiB)
+    assert "RLE_DICTIONARY" in encodings["d"], encodings
+    assert "RLE_DICTIONARY" not in encodings["p"], encodings
+    assert "RLE_DICTIONARY" in encodings["f"], encodings
+
+    # short runs (masked, not skipped) in every row group, one long run
+    deleted = sorted({*range(0, n, 5), *range(3, n, 17), *range(15_000, 17_500)})
+    (dv,) = deltadv.write_deletion_vectors(str(root), [deltadv.DeletionVector(deleted)])
+    add = {
+        "path": name,
+        "partitionValues": {},
+        "size": (root / name).stat().st_size,
+        "modificationTime": 0,
+        "dataChange": True,
+        "stats": json.dumps({"numRecords": n}),
+        "deletionVector": dv.to_json(),
+    }
+    commit_files(str(root), [add], schema=data.schema)
+
+    live = sorted(set(ids) - set(deleted))
+    want = data.take(pa.array(live))
+    got = DeltaTable(str(root)).scan(["id", "d", "p", "f"]).read_all()
+    assert got.schema == want.schema
+    assert got.equals(want)
+    # and batch by batch, with the row index beside the values
+    for batch in DeltaTable(str(root)).scan_with_row_index(["d", "p", "f"]):
+        rows = batch.column("_row_index").to_pylist()
+        assert batch.column("d").to_pylist() == data.column("d").take(rows).to_pylist()
+        assert batch.column("p").to_pylist() == data.column("p").take(rows).to_pylist()
+        assert batch.column("f").to_pylist() == data.column("f").take(rows).to_pylist()
