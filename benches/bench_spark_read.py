@@ -34,10 +34,17 @@ Readers:
 * native parquet: ``spark.read.parquet(*files)`` over the same live data files.
   It IGNORES the deletion vectors (returns the deleted rows too): a floor for
   what reading these files costs in Spark, not a correct reader.
+* mapInArrow floor: deltadv's own tasks, in the same partitions, through the
+  same ``mapInArrow`` call, but each Python worker hands over the batches it
+  decoded in an earlier round (kept in the worker's memory): what the hand-off
+  from Python workers to the JVM (Arrow IPC, then rows) costs with no reading
+  at all. No reader built on ``mapInArrow`` can be faster; not a reader either.
 
 Goals (issue 14): deltadv / Delta Spark <= 0.6 and deltadv / native parquet
-<= 1.0, each for toRdd, noop (where it runs) and sum5. The session is the tests' (local[2], Delta
-Spark jars from .cache/jars, ``spark.databricks.delta.snapshotPartitions=2``).
+<= 1.0, each for toRdd, noop (where it runs) and sum5. The floor's own ratios
+to the same readers are printed beside them: what the goals leave for reading.
+The session is the tests' (local[2], Delta Spark jars from .cache/jars,
+``spark.databricks.delta.snapshotPartitions=2``).
 
 Run:  .venv/bin/python benches/bench_spark_read.py [--dir /tmp/deltadv-bench-spark-read]
 """
@@ -118,6 +125,40 @@ def get_table(spark: Any, base: Path, params: dict[str, Any]) -> tuple[Path, dic
     return table, build(spark, table, params)
 
 
+FLOOR = "mapInArrow floor"
+
+
+def _cached_batches(batches: Any) -> Any:
+    """mapInArrow body of the floor: each task's batches, decoded once per Python
+    worker and kept in that process (on ``builtins``, which outlives the
+    pickled function) for later rounds."""
+    import builtins
+
+    from deltadv import ScanTask
+
+    cache = builtins.__dict__.setdefault("_deltadv_bench_handoff", {})
+    for batch in batches:
+        for task in batch.column(0).to_pylist():
+            if task not in cache:
+                cache[task] = list(ScanTask(task, {}).read())
+            yield from cache[task]
+
+
+def handoff_floor(spark: Any, path: str) -> Any:
+    """deltadv's tasks and partitions, the same mapInArrow, no reading after the
+    first round: the cost of the Python-to-JVM hand-off alone."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    import deltadv
+    from deltadv._spark_util import _split_size, _task_frame
+
+    table = deltadv.DeltaTable(path)
+    tasks = table.scan_tasks(split_size=_split_size(spark))
+    frame = _task_frame(spark, [(t.json,) for t in tasks], "task string", [t.size for t in tasks])
+    schema = from_arrow_schema(table.scan_schema(), prefer_timestamp_ntz=True)
+    return frame.mapInArrow(_cached_batches, schema)
+
+
 def noop(df: Any) -> None:
     """``df.write.format("noop")``: every row of every column produced, then dropped."""
     df.write.format("noop").mode("overwrite").save()
@@ -186,11 +227,13 @@ def main() -> None:
         "deltadv": lambda: dspark.read(spark, path),
         "Delta Spark": lambda: spark.read.format("delta").load(path),
         "native parquet": lambda: spark.read.parquet(*paths),
+        FLOOR: lambda: handoff_floor(spark, path),
     }
     want = {
         "deltadv": built["live_rows"],
         "Delta Spark": built["live_rows"],
         "native parquet": built["params"]["rows"],
+        FLOOR: built["live_rows"],
     }
 
     print("\nwarm-up: count(), then one toRdd and one noop pass of each reader")
@@ -200,7 +243,7 @@ def main() -> None:
         t0 = time.perf_counter()
         n = make_df().count()
         note = "" if name != "native parquet" else "   (DVs ignored: every physical row)"
-        print(f"  {name:<15} {n:>12,} rows in {time.perf_counter() - t0:.1f} s{note}")
+        print(f"  {name:<16} {n:>12,} rows in {time.perf_counter() - t0:.1f} s{note}")
         if n != want[name]:
             sys.exit(f"FAIL: {name} counted {n:,} rows, expected {want[name]:,}")
         to_rdd(make_df())
@@ -209,7 +252,7 @@ def main() -> None:
             noop(make_df())
         except Exception as e:  # Delta Spark 4.4 on a DV table: see the docstring
             noop_error[name] = str(e).splitlines()[0][:120]
-            print(f"  {name:<15} noop write FAILS: {noop_error[name]}")
+            print(f"  {name:<16} noop write FAILS: {noop_error[name]}")
 
     ours_sum, theirs_sum = sums["deltadv"], sums["Delta Spark"]
     # id, k and length(s) sum exactly; x and y are doubles (order-dependent sums).
@@ -219,6 +262,8 @@ def main() -> None:
     )
     if not (exact and close):
         sys.exit(f"FAIL: sums differ: deltadv {ours_sum} vs Delta Spark {theirs_sum}")
+    if sums[FLOOR][:2] != ours_sum[:2] or sums[FLOOR][4] != ours_sum[4]:
+        sys.exit(f"FAIL: the floor's sums {sums[FLOOR]} differ from deltadv's {ours_sum}")
 
     # name -> sink -> [(total, plan)]; rounds rotate which reader goes first.
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {
@@ -239,7 +284,7 @@ def main() -> None:
 
     print(f"\ntiming: fully materialised reads, best of {args.repeat}, seconds (plan included)")
     print(
-        f"  {'reader':<15} {'toRdd':>7} {'(plan)':>7} {'noop':>7} {'sum5':>7}"
+        f"  {'reader':<16} {'toRdd':>7} {'(plan)':>7} {'noop':>7} {'sum5':>7}"
         "   all toRdd / all noop / all sum5"
     )
     best: dict[str, dict[str, float]] = {}
@@ -249,7 +294,7 @@ def main() -> None:
         noop_s = f"{best[name]['noop']:7.2f}" if "noop" in best[name] else f"{'fails':>7}"
         all_s = " / ".join(", ".join(f"{t:.2f}" for t, _ in r) for r in by_sink.values() if r)
         sum_s = f"{best[name]['sum5']:7.2f}"
-        print(f"  {name:<15} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s} {sum_s}   {all_s}")
+        print(f"  {name:<16} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s} {sum_s}   {all_s}")
     print()
     for peer, goal in (("Delta Spark", GOAL_DELTA), ("native parquet", GOAL_NATIVE)):
         ratios = {
@@ -261,6 +306,15 @@ def main() -> None:
         verdict = "met" if all(r <= goal for r in ratios.values()) else "NOT met"
         note = "   (native parquet ignores the DVs)" if peer == "native parquet" else ""
         print(f"  deltadv / {peer:<15} = {shown}   (goal <= {goal}: {verdict}){note}")
+    print("  the hand-off alone (no reading), against the same readers:")
+    for peer in ("Delta Spark", "native parquet"):
+        ratios = {
+            sink: best[FLOOR][sink] / best[peer][sink]
+            for sink in ("toRdd", "noop", "sum5")
+            if sink in best[FLOOR] and sink in best[peer]
+        }
+        shown = ", ".join(f"{r:.2f} ({sink})" for sink, r in ratios.items())
+        print(f"  {FLOOR} / {peer:<15} = {shown}")
     print(f"  load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     spark.stop()
 
