@@ -65,6 +65,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 import uuid
@@ -505,6 +506,9 @@ def main() -> None:
     def best_cpu(runs: list[Run]) -> float:
         return min(r.cpu_s for r in runs)
 
+    def median(runs: list[Run], field: str) -> float:
+        return statistics.median(getattr(r, field) for r in runs)
+
     ms = 1e3
     print(f"\ntiming: best of {args.repeat} (after {args.warmup} warm-up), ms")
     print(
@@ -536,6 +540,17 @@ def main() -> None:
             verdict = "no goal"
         else:
             verdict = f"<= {goal}: {'met' if ratio <= goal else 'NOT met'}"
+        print(f"  {level:>3}% deleted   wall {ratio:5.2f}   cpu {cpu:5.2f}   ({verdict})")
+    print("  the same, median vs median (steadier when the machine is busy):")
+    for dv_name, _ in pairs:
+        level = int(dv_name[2:])
+        beside = full_beside[dv_name]
+        ratio = median(deltadv_runs[dv_name], "total_s") / median(beside, "total_s")
+        cpu = median(deltadv_runs[dv_name], "cpu_s") / median(beside, "cpu_s")
+        goal = GOALS.get(level)
+        verdict = (
+            "no goal" if goal is None else f"<= {goal}: {'met' if ratio <= goal else 'NOT met'}"
+        )
         print(f"  {level:>3}% deleted   wall {ratio:5.2f}   cpu {cpu:5.2f}   ({verdict})")
     if peers:
         print(
