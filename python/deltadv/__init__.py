@@ -18,6 +18,7 @@ arguments raise :class:`ValueError`.
 from deltadv._core import (
     DeletionVector,
     DeletionVectorDescriptor,
+    MergePlan,
     __version__,
     write_deletion_vectors,
     z85_decode,
@@ -53,6 +54,7 @@ __all__ = [
     "DeltaProtocolError",
     "DeltaTable",
     "InternalError",
+    "MergePlan",
     "ScanTask",
     "StorageError",
     "TableAlreadyExistsError",

@@ -1,7 +1,7 @@
 """Type stubs for the native module ``deltadv._core``."""
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, final
+from typing import Any, ClassVar, Literal, final
 
 import numpy as np
 import numpy.typing as npt
@@ -361,3 +361,43 @@ def prepare_changes(
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""
+
+_MergeClause = tuple[str, str, str | None, list[tuple[str, str]]]
+
+@final
+class MergePlan:
+    """A validated MERGE: clause order and shapes checked; the rules that follow
+    (``operationParameters``, metrics, read set, duplicate matches) come from it."""
+
+    DUPLICATE_MATCH_ERROR: ClassVar[str]
+    def __new__(
+        cls,
+        predicate: str,
+        clauses: list[_MergeClause],
+        *,
+        target_alias: str = "target",
+        source_alias: str = "source",
+    ) -> MergePlan: ...
+    @property
+    def clauses(self) -> list[_MergeClause]: ...
+    def change(self, clause: int) -> str: ...
+    @property
+    def deletes_duplicates_once(self) -> bool: ...
+    @property
+    def reads_whole_table(self) -> bool: ...
+    @property
+    def writes_source_columns(self) -> bool: ...
+    def assignments(
+        self, clause: int, table: list[str], source: list[str]
+    ) -> list[tuple[str, str | None, str | None]]: ...
+    def operation_parameters(self) -> dict[str, str]: ...
+    def metrics(
+        self,
+        counts: list[int],
+        source_rows: int,
+        *,
+        materialize_source_ms: int = 0,
+        scan_ms: int = 0,
+        rewrite_ms: int = 0,
+    ) -> dict[str, int]: ...
+    def duplicate_error(self, detail: str | None = None) -> ValueError: ...

@@ -104,6 +104,8 @@ pub mod bind;
 pub mod eval;
 pub mod parse;
 pub mod prune;
+pub mod relation;
+pub mod rewrite;
 pub mod value;
 
 use std::fmt;

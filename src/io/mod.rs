@@ -4,5 +4,6 @@ pub mod parquet;
 pub mod runtime;
 pub mod store;
 
+pub use object_store::path::Path as StorePath;
 pub use runtime::{block_on, spawn_blocking};
 pub use store::{Counts, TableStore};

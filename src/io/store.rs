@@ -630,6 +630,18 @@ impl TableStore {
         }
     }
 
+    /// `path` as a URL-like text for messages (`s3://bucket/key`,
+    /// `file:///dir/file`).
+    pub fn display_path(&self, path: &Path) -> String {
+        format!(
+            "{}://{}/{}",
+            self.url.scheme(),
+            self.url.host_str().unwrap_or(""),
+            path
+        )
+        .replace(":////", ":///")
+    }
+
     /// GET several byte ranges of one object (e.g. the column chunks of a
     /// row group): ranges less than [`COALESCE_GAP`] apart are merged into
     /// one request on object stores (contiguous ones only on a local disk,

@@ -10,8 +10,10 @@ use serde_json::{json, Map, Value};
 use super::to_py;
 use crate::io::{block_on, TableStore};
 use crate::table::snapshot::Snapshot;
+use crate::write::changes::{
+    self as dml, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges,
+};
 use crate::write::delete::DeleteOptions;
-use crate::write::dml::{self, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges};
 use crate::write::merge::{MergeClause, MergeSpec};
 
 pub(super) fn options(

@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 mod dml;
 mod maintain;
+mod merge_plan;
 mod stream;
 mod table;
 mod write;
@@ -657,7 +658,7 @@ fn write_deletion_vectors(
         .map(|d| d.map(py).cloned())
         .collect::<PyResult<_>>()?;
     let descriptors = py
-        .detach(|| dv::write_file(table_root, prefix, &maps))
+        .detach(|| crate::write::dv_files::write_file(table_root, prefix, &maps))
         .map_err(to_py)?;
     Ok(descriptors
         .into_iter()
@@ -675,6 +676,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::ArrowSchema>()?;
     m.add_class::<stream::BatchReader>()?;
     m.add_class::<stream::ArrowBatch>()?;
+    m.add_class::<merge_plan::MergePlan>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fault_points, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;

@@ -695,7 +695,7 @@ impl RawDeltaTable {
         let snapshot = self.snapshot.clone();
         let metrics = py
             .detach(|| {
-                block_on(crate::write::dml::update_where(
+                block_on(crate::write::update::update_where(
                     &snapshot,
                     predicate.as_deref(),
                     &updates,
@@ -919,7 +919,7 @@ impl RawDeltaTable {
     fn after_dml<'py>(
         &mut self,
         py: Python<'py>,
-        m: &crate::write::dml::DmlMetrics,
+        m: &crate::write::changes::DmlMetrics,
     ) -> PyResult<Bound<'py, PyDict>> {
         self.reload(py, m.version)?;
         super::dml::metrics_dict(py, m)

@@ -1,27 +1,16 @@
-//! Loading and writing deletion vectors: composes `io` (fetch bytes) with
-//! `format` (parse). Fetching and parsing stay two steps, so fetches can be
-//! coalesced and the parser fuzzed on its own.
+//! Loading deletion vectors: composes `io` (fetch bytes) with `format`
+//! (parse). Fetching and parsing stay two steps, so fetches can be coalesced
+//! (by [`TableStore::get_ranges`], the one range coalescer) and the parser
+//! fuzzed on its own. New DV files are written by [`crate::write::dv_files`].
 
 use std::collections::{BTreeMap, HashMap};
 
-use bytes::Bytes;
-use object_store::path::Path;
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
 use crate::format::file::{self, DvSlot, SerializedDv};
-use crate::io::{block_on, TableStore};
-
-/// Ranges of one DV file closer than this are fetched with one GET.
-pub const COALESCE_GAP: u64 = 1 << 20;
-
-/// One coalesced GET: byte range `[start, end)` and the DVs (slot, caller index) inside it.
-struct RangeGroup {
-    start: u64,
-    end: u64,
-    members: Vec<(DvSlot, usize)>,
-}
+use crate::io::{block_on, StorePath as Path, TableStore};
 
 /// Where a file-backed DV lives in `store`. A `p` DV must name a file in
 /// the table's own store: a `file:` URI only on a local table (and without a
@@ -61,8 +50,8 @@ fn dv_path(store: &TableStore, d: &DeletionVectorDescriptor) -> Result<Path> {
 }
 
 /// Load many DVs. Inline DVs need no request; the ranges of each DV file are
-/// merged into as few GETs as possible (one, unless they are over
-/// [`COALESCE_GAP`] apart), and all files are fetched concurrently.
+/// fetched with [`TableStore::get_ranges`] (merged into as few GETs as its
+/// coalescing rule allows), and all files are fetched concurrently.
 pub async fn load_many(
     store: &TableStore,
     descriptors: &[&DeletionVectorDescriptor],
@@ -120,41 +109,31 @@ async fn load_many_as<T>(
             .push((d.slot(), i));
     }
 
-    let fetches = by_file.into_values().flat_map(|(path, mut slots)| {
-        slots.sort_by_key(|(s, _)| s.offset);
-        // Group slots into coalesced ranges.
-        let mut groups: Vec<RangeGroup> = Vec::new();
-        for (slot, i) in slots {
-            let (start, end) = slot.frame_range();
-            // The first DV sits right after the version byte: fetch it too and check it.
-            let start = if start == file::FIRST_DV_OFFSET {
-                0
-            } else {
-                start
-            };
-            match groups.last_mut() {
-                Some(g) if start <= g.end.saturating_add(COALESCE_GAP) => {
-                    g.end = g.end.max(end);
-                    g.members.push((slot, i));
-                }
-                _ => groups.push(RangeGroup {
-                    start,
-                    end,
-                    members: vec![(slot, i)],
-                }),
-            }
-        }
-        groups
-            .into_iter()
-            .map(move |g| (path.clone(), g.start, g.end, g.members))
-    });
     let results =
-        futures::future::try_join_all(fetches.map(|(path, start, end, members)| async move {
-            let bytes: Bytes = store.get_range(&path, start..end).await?;
-            let name = store_display(store, &path);
-            members
+        futures::future::try_join_all(by_file.into_values().map(|(path, mut slots)| async move {
+            slots.sort_by_key(|(s, _)| s.offset);
+            // The first DV sits right after the version byte: fetch that byte
+            // too, so the frame check sees it.
+            let ranges: Vec<std::ops::Range<u64>> = slots
+                .iter()
+                .map(|(slot, _)| {
+                    let (start, end) = slot.frame_range();
+                    let start = if start == file::FIRST_DV_OFFSET {
+                        0
+                    } else {
+                        start
+                    };
+                    start..end
+                })
+                .collect();
+            let fetched = store.get_ranges(&path, &ranges).await?;
+            let name = store.display_path(&path);
+            slots
                 .into_iter()
-                .map(|(slot, i)| frame(&bytes, start, &slot, &name).map(|m| (i, m)))
+                .zip(ranges.iter().zip(&fetched))
+                .map(|((slot, i), (range, bytes))| {
+                    frame(bytes, range.start, &slot, &name).map(|m| (i, m))
+                })
                 .collect::<Result<Vec<_>>>()
         }))
         .await?;
@@ -186,16 +165,6 @@ pub async fn load_one(
             descriptor.unique_id()
         ))
     })
-}
-
-fn store_display(store: &TableStore, path: &Path) -> String {
-    format!(
-        "{}://{}/{}",
-        store.url().scheme(),
-        store.url().host_str().unwrap_or(""),
-        path
-    )
-    .replace(":////", ":///")
 }
 
 /// Load the rows one descriptor marks as deleted, from a table at `table_root`
@@ -254,61 +223,4 @@ fn load_single<T>(
             descriptor.unique_id()
         ))
     })
-}
-
-/// Serialize `maps` into the bytes of one DV file and their `u` descriptors.
-pub fn encode_file(
-    uuid: uuid::Uuid,
-    prefix: &str,
-    maps: &[RoaringTreemap],
-) -> Result<(Bytes, Vec<DeletionVectorDescriptor>)> {
-    let mut writer = file::DvFileWriter::new(Vec::new())?;
-    let mut descriptors = Vec::with_capacity(maps.len());
-    for map in maps {
-        let slot = writer.append(map)?;
-        descriptors.push(
-            DeletionVectorDescriptor::relative(uuid, prefix, slot)?.with_max_row_index(map.max()),
-        );
-    }
-    Ok((Bytes::from(writer.finish()?), descriptors))
-}
-
-/// Write `maps` into one new DV file `<root>/<prefix>/deletion_vector_<uuid>.bin`
-/// (one PUT, never overwriting) and return a `u` descriptor for each, in order.
-pub async fn write_file_to(
-    store: &TableStore,
-    prefix: &str,
-    maps: &[RoaringTreemap],
-) -> Result<Vec<DeletionVectorDescriptor>> {
-    if maps.is_empty() {
-        return Err(Error::InvalidArgument(
-            "no deletion vectors to write".to_string(),
-        ));
-    }
-    let (bytes, descriptors) = encode_file(uuid::Uuid::new_v4(), prefix, maps)?;
-    let rel = descriptors
-        .first()
-        .and_then(|d| d.relative_path())
-        .ok_or_else(|| Error::InvalidArgument("no deletion vector file was encoded".to_string()))?;
-    let path = store.path(&rel);
-    if !store.put_if_absent(&path, bytes).await? {
-        return Err(Error::Io {
-            path: rel,
-            source: std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "DV file already exists",
-            ),
-        });
-    }
-    Ok(descriptors)
-}
-
-/// Blocking [`write_file_to`] for a table root URI or path.
-pub fn write_file(
-    table_root: &str,
-    prefix: &str,
-    maps: &[RoaringTreemap],
-) -> Result<Vec<DeletionVectorDescriptor>> {
-    let store = TableStore::open(table_root, &HashMap::new())?;
-    block_on(write_file_to(&store, prefix, maps))?
 }

@@ -18,11 +18,12 @@ use serde_json::{json, Map, Value};
 
 use super::commit::conflict;
 use super::conflict::{self, FileChange, ReadSet};
+use super::dv_files;
+pub use super::dv_files::DEFAULT_DV_FILE_TARGET_SIZE;
 pub use super::metrics::DeleteMetrics;
 use super::transaction::Transaction;
-use super::{fail_point, now_ms};
+use super::{live_files, now_ms, READ_CONCURRENCY};
 use crate::error::{Error, Result};
-use crate::format::bitmap;
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
@@ -49,49 +50,6 @@ pub struct DeleteOptions {
     /// On a table that does not allow DVs, rewrite the touched files without
     /// the deleted rows (copy-on-write) instead of failing.
     pub allow_copy_on_write: bool,
-}
-
-/// Default target size of a DV file, as in the reference implementation.
-pub const DEFAULT_DV_FILE_TARGET_SIZE: usize = 2 << 20;
-
-/// Group `maps` (in order) into DV files of about `target` bytes each.
-fn dv_file_groups(maps: &[RoaringTreemap], target: usize) -> Vec<std::ops::Range<usize>> {
-    let mut groups = Vec::new();
-    let mut start = 0;
-    let mut bytes = 0usize;
-    for (i, m) in maps.iter().enumerate() {
-        let size = bitmap::serialized_size(m) + 8; // + size and checksum fields
-        if i > start && bytes + size > target {
-            groups.push(start..i);
-            start = i;
-            bytes = 0;
-        }
-        bytes += size;
-    }
-    if start < maps.len() {
-        groups.push(start..maps.len());
-    }
-    groups
-}
-
-/// Write `maps` into as few DV files of about `target` bytes as possible;
-/// descriptors in the order of `maps`.
-async fn write_dv_files(
-    store: &TableStore,
-    maps: &[RoaringTreemap],
-    target: usize,
-) -> Result<Vec<DeletionVectorDescriptor>> {
-    let mut out = Vec::with_capacity(maps.len());
-    for range in dv_file_groups(maps, target) {
-        let group = maps.get(range.clone()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "DV file group {range:?} is outside the {} deletion vectors",
-                maps.len()
-            ))
-        })?;
-        out.extend(dv::write_file_to(store, "", group).await?);
-    }
-    Ok(out)
 }
 
 impl Default for DeleteOptions {
@@ -258,17 +216,6 @@ pub async fn delete_rows(
     let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
     let live = live_files(snapshot)?;
     delete_rows_of(snapshot, &live, rows, options, dvs, started).await
-}
-
-/// The live files of `snapshot` by (URL-decoded) path.
-pub(super) fn live_files(
-    snapshot: &Snapshot,
-) -> Result<HashMap<String, crate::table::snapshot::LiveFile>> {
-    Ok(snapshot
-        .files()?
-        .into_iter()
-        .map(|f| (f.path.clone(), f))
-        .collect())
 }
 
 /// [`delete_rows`] once the table was checked (`dvs`: DVs allowed) and its
@@ -489,37 +436,32 @@ async fn write_changes<'a>(
     targets: &'a BTreeMap<String, Target>,
     options: &DeleteOptions,
 ) -> Result<Vec<(&'a Target, Change, Option<DeletionVectorDescriptor>)>> {
-    let inline = |map: &RoaringTreemap| {
-        options.inline_threshold > 0 && bitmap::serialized_size(map) <= options.inline_threshold
-    };
-    let mut file_maps: Vec<RoaringTreemap> = Vec::new();
     let mut plans: Vec<(&Target, Change)> = Vec::new();
     for t in targets.values() {
         let change = match &t.ready {
             Some(r) => Change::Ready(r.clone()),
             None => plan_change(t),
         };
-        if let Change::NewDv { map, .. } = &change {
-            if !inline(map) {
-                file_maps.push(map.clone());
-            }
-        }
         plans.push((t, change));
     }
-    let mut written = if file_maps.is_empty() {
-        Vec::new().into_iter()
-    } else {
-        fail_point("dv_write")?;
-        write_dv_files(store, &file_maps, options.dv_file_target_size)
-            .await?
-            .into_iter()
-    };
+    let maps: Vec<&RoaringTreemap> = plans
+        .iter()
+        .filter_map(|(_, c)| match c {
+            Change::NewDv { map, .. } => Some(map),
+            _ => None,
+        })
+        .collect();
+    let mut written = dv_files::write_dvs(
+        store,
+        &maps,
+        options.inline_threshold,
+        options.dv_file_target_size,
+    )
+    .await?
+    .into_iter();
     let mut out = Vec::with_capacity(plans.len());
     for (t, change) in plans {
         let descriptor = match &change {
-            Change::NewDv { map, .. } if inline(map) => {
-                Some(DeletionVectorDescriptor::inline(map)?)
-            }
             Change::NewDv { .. } => Some(
                 written
                     .next()
@@ -604,9 +546,6 @@ fn new_add(t: &Target, descriptor: DeletionVectorDescriptor, now: i64) -> Add {
     add.deletion_vector = Some(descriptor);
     add
 }
-
-/// Files read at once when a delete (or update) looks for matching rows.
-pub(super) const READ_CONCURRENCY: usize = 4;
 
 /// DELETE FROM table WHERE `predicate` (deltadv's predicate subset; `None`
 /// deletes every row). Files the predicate rules out by partition values or
@@ -847,22 +786,5 @@ mod tests {
         assert_eq!(wide["minValues"]["x"].to_string(), "1.6971733333333335e+62");
         assert_eq!(wide["maxValues"]["x"].to_string(), "0.30000000000000004");
         assert_eq!(wide["tightBounds"], json!(false));
-    }
-
-    #[test]
-    fn dv_files_are_cut_at_the_target_size() {
-        let maps: Vec<RoaringTreemap> = (0..10u64)
-            .map(|i| (0..1000u64).map(|r| r * 3 + i).collect())
-            .collect();
-        let one = bitmap::serialized_size(&maps[0]) + 8;
-        assert_eq!(dv_file_groups(&maps, usize::MAX), vec![0..10]);
-        assert_eq!(
-            dv_file_groups(&maps, 1).len(),
-            10,
-            "one DV per file at least"
-        );
-        let groups = dv_file_groups(&maps, one * 3);
-        assert_eq!(groups, vec![0..3, 3..6, 6..9, 9..10]);
-        assert!(dv_file_groups(&[], 100).is_empty());
     }
 }

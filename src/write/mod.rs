@@ -18,13 +18,28 @@
 //! [`drop_feature`] (dropping `deletionVectors`) and [`manifest`] (symlink
 //! manifests) commit through the same transaction.
 //!
-//! Data: [`data`] turns Arrow batches into parquet data files and their add
-//! actions (with Delta stats); [`files`] writes then commits them (creating the
-//! table with [`create`] or appending with [`append`]), removing the files of
-//! a commit that failed. Data files, like DV files, are new uniquely named
-//! objects until a commit references them.
+//! | module            | what it holds                                                        |
+//! |-------------------|----------------------------------------------------------------------|
+//! | [`transaction`]   | the one commit path: actions, `commitInfo`, ICT, row ids, retries, rebases, checkpoints |
+//! | [`conflict`]      | the pure conflict checker (winning commit + reads/changes → decision) |
+//! | [`commit`]        | commit files: put-if-absent, reading a winning commit back           |
+//! | [`data`]          | Arrow batches → parquet data files + add actions with Delta stats     |
+//! | [`files`], [`create`], [`append`] | writing data files then committing them: new tables, appends |
+//! | [`dv_files`]      | new DVs: inline or packed into DV files (DELETE, UPDATE, MERGE)       |
+//! | [`delete`]        | DELETE: new DV = old DV ∪ deleted rows; executor-prepared deletes     |
+//! | [`cow`]           | copy-on-write rewrites (tables without DVs)                           |
+//! | [`changes`]       | the change stream of UPDATE/MERGE: `ChangeWriter`, `ChangeTask`, `commit_changes` |
+//! | [`update`]        | UPDATE in this process                                                |
+//! | [`merge`]         | MERGE: the rules ([`merge::plan`], shared with Spark) and the join    |
+//! | [`metrics`]       | operation metrics as Delta Spark names them                           |
+//! | [`optimize`], [`vacuum`], [`restore`], [`drop_feature`], [`manifest`] | maintenance |
+//! | [`checkpoint`]    | checkpoint files written after a commit                               |
+//!
+//! Data files, like DV files, are new uniquely named objects until a commit
+//! references them; [`files`] removes the files of a commit that failed.
 
 pub mod append;
+pub mod changes;
 pub mod checkpoint;
 pub mod commit;
 pub mod conflict;
@@ -32,8 +47,8 @@ pub mod cow;
 pub mod create;
 pub mod data;
 pub mod delete;
-pub mod dml;
 pub mod drop_feature;
+pub mod dv_files;
 pub mod files;
 pub mod manifest;
 pub mod merge;
@@ -41,9 +56,24 @@ pub mod metrics;
 pub mod optimize;
 pub mod restore;
 pub mod transaction;
+pub mod update;
 pub mod vacuum;
 
 use crate::error::{Error, Result};
+
+/// Files read at once when DELETE, UPDATE or MERGE look for matching rows.
+pub(crate) const READ_CONCURRENCY: usize = 4;
+
+/// The live files of `snapshot` by (URL-decoded) path.
+pub(crate) fn live_files(
+    snapshot: &crate::table::snapshot::Snapshot,
+) -> Result<std::collections::HashMap<String, crate::table::snapshot::LiveFile>> {
+    Ok(snapshot
+        .files()?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect())
+}
 
 /// Milliseconds since the epoch (commit and action timestamps).
 pub(crate) fn now_ms() -> i64 {

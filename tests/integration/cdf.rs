@@ -14,10 +14,11 @@ use arrow_array::{
 use deltadv::io::{block_on, TableStore};
 use deltadv::log::actions::{parse_commit, Action};
 use deltadv::scan::cdf::{plan_changes, ChangeOptions};
+use deltadv::write::changes::DmlOptions;
 use deltadv::write::delete::{delete_where, DeleteOptions};
-use deltadv::write::dml::{update_where, DmlOptions};
 use deltadv::write::files::{write_table, WriteOptions};
 use deltadv::write::merge::{merge, ClauseAction, ClauseKind, MergeClause, MergeSpec};
+use deltadv::write::update::update_where;
 
 use super::update::{schema, snapshot};
 

@@ -36,10 +36,14 @@ fn rich_table() -> Table {
     let t = Table::new();
     let store = t.store();
     let on_disk: RoaringTreemap = [1u64, 5, 1 << 33].into_iter().collect();
-    let file_dv = block_on(deltadv::table::dv::write_file_to(&store, "ab", &[on_disk]))
-        .unwrap()
-        .unwrap()
-        .remove(0);
+    let file_dv = block_on(deltadv::write::dv_files::write_file_to(
+        &store,
+        "ab",
+        &[on_disk],
+    ))
+    .unwrap()
+    .unwrap()
+    .remove(0);
     let inline = inline_dv(&[0, 2]);
     let mut tagged = add("dir with space/p%20q.parquet", 11, 4, None);
     tagged["add"]["tags"] = json!({"k": "v", "empty": null});

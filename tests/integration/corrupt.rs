@@ -5,6 +5,7 @@ use std::fs;
 use deltadv::codec::z85;
 use deltadv::format::{bitmap, file};
 use deltadv::table::dv;
+use deltadv::write::dv_files;
 use deltadv::{DeletionVectorDescriptor, DvFileWriter, Error, RoaringTreemap};
 
 fn sample() -> RoaringTreemap {
@@ -15,7 +16,9 @@ fn sample() -> RoaringTreemap {
 fn one_dv_table() -> (tempfile::TempDir, DeletionVectorDescriptor, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
-    let d = dv::write_file(root, "", &[sample()]).unwrap().remove(0);
+    let d = dv_files::write_file(root, "", &[sample()])
+        .unwrap()
+        .remove(0);
     let path = d.absolute_path(root).unwrap();
     let bytes = fs::read(&path).unwrap();
     (dir, d, bytes)

@@ -6,6 +6,7 @@ use std::fs;
 
 use deltadv::io::block_on;
 use deltadv::table::dv;
+use deltadv::write::dv_files;
 use deltadv::{DeletionVectorDescriptor, Error, Location, RoaringTreemap};
 
 use crate::fixture::{inline_dv, Table};
@@ -16,7 +17,7 @@ fn map(rows: &[u64]) -> RoaringTreemap {
 
 /// Two DVs in one file under prefix `pf`.
 fn two_dvs(t: &Table) -> Vec<DeletionVectorDescriptor> {
-    block_on(dv::write_file_to(
+    block_on(dv_files::write_file_to(
         &t.store(),
         "pf",
         &[map(&[1, 2, 3]), map(&[10, 1 << 40])],

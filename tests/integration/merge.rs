@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
 use deltadv::io::{block_on, TableStore};
-use deltadv::write::dml::DmlOptions;
+use deltadv::write::changes::DmlOptions;
 use deltadv::write::files::{write_table, WriteOptions};
 use deltadv::write::merge::{merge, ClauseAction, ClauseKind, MergeClause, MergeSpec};
 

@@ -9,7 +9,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use deltadv::io::block_on;
 use deltadv::scan::{self, ScanSpec};
-use deltadv::table::dv;
+use deltadv::write::dv_files;
 use deltadv::{Error, RoaringTreemap};
 use serde_json::json;
 
@@ -102,7 +102,7 @@ fn dv_covering_a_whole_row_group() {
     let size = t.data_file("a.parquet", 10, 4);
     let store = t.store();
     let middle: RoaringTreemap = (4u64..8).collect();
-    let d = block_on(dv::write_file_to(&store, "", &[middle]))
+    let d = block_on(dv_files::write_file_to(&store, "", &[middle]))
         .unwrap()
         .unwrap()
         .remove(0);
@@ -126,7 +126,7 @@ fn dv_covering_a_whole_row_group() {
     assert_eq!(index, [0, 1, 2, 3, 8, 9]);
     // The first and last groups deleted too: nothing left but no error.
     let all_but_one: RoaringTreemap = (0u64..10).filter(|i| *i != 9).collect();
-    let d2 = block_on(dv::write_file_to(&store, "", &[all_but_one]))
+    let d2 = block_on(dv_files::write_file_to(&store, "", &[all_but_one]))
         .unwrap()
         .unwrap()
         .remove(0);

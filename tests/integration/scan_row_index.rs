@@ -49,9 +49,12 @@ fn scan_file(
     row_groups: Option<Vec<usize>>,
 ) -> ScanFile {
     let deletion_vector = dv.map(|m| {
-        let (bytes, mut d) =
-            deltadv::table::dv::encode_file(uuid::Uuid::new_v4(), "", std::slice::from_ref(m))
-                .unwrap();
+        let (bytes, mut d) = deltadv::write::dv_files::encode_file(
+            uuid::Uuid::new_v4(),
+            "",
+            std::slice::from_ref(m),
+        )
+        .unwrap();
         let d = d.remove(0);
         block_on(store.put(&store.path(&d.relative_path().unwrap()), bytes))
             .unwrap()

@@ -9,8 +9,9 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use deltadv::io::{block_on, TableStore};
 use deltadv::scan::{read_snapshot, ScanSpec};
 use deltadv::table::snapshot::Snapshot;
-use deltadv::write::dml::{commit_changes, update_where, ChangeTask, DmlOperation, DmlOptions};
+use deltadv::write::changes::{commit_changes, ChangeTask, DmlOperation, DmlOptions};
 use deltadv::write::files::{write_table, WriteOptions};
+use deltadv::write::update::update_where;
 
 pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -1,4 +1,5 @@
-//! UPDATE and MERGE: row-level rewrites with deletion vectors.
+//! The change stream of UPDATE and MERGE: row-level rewrites with deletion
+//! vectors, written by a [`ChangeWriter`] and committed by [`commit_changes`].
 //!
 //! Both come down to one stream of changed rows. Each row carries the table's
 //! columns (its new values), and the data file and physical row index of the
@@ -22,10 +23,9 @@
 //! file this one changes are rebased when the rows are disjoint, and
 //! conflict when they meet (an updated row must not have been touched).
 //!
-//! [`update_where`] is the whole UPDATE in one process: files ruled out by
-//! partitions and stats are not read, the rest are read with the predicate
-//! applied, the `SET` values computed with [`ValueExpr`], and the stream
-//! written and committed as above.
+//! [`super::update::update_where`] (UPDATE) and [`super::merge::merge`]
+//! (MERGE) produce such streams in this process; on Spark, executors feed
+//! [`ChangeTask`]s and the driver calls [`commit_changes`].
 //!
 //! On a table without deletion vectors (and `allow_copy_on_write`), the
 //! touched files are rewritten without their changed rows instead.
@@ -46,20 +46,20 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, String
 use futures::TryStreamExt;
 use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::conflict::{FileChange, ReadSet, RebaseFile};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::delete::{self, DeleteChanges, DeleteOptions, PreparedFile};
+use super::live_files;
 use super::transaction::{Changes, Transaction};
 use crate::error::{Error, Result};
-use crate::expr::{Binding, Predicate, ValueExpr};
+use crate::expr::ValueExpr;
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Cdc};
 use crate::log::cdf::{self, ChangeType};
 use crate::log::features;
 use crate::log::replay::normalize_path;
-use crate::log::schema::ColumnMappingMode;
 use crate::scan::{self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::Snapshot;
 
@@ -423,7 +423,7 @@ impl ChangeTask {
     /// A task for `snapshot`'s files at `paths` (decoded or as in the log).
     pub fn new(snapshot: &Snapshot, paths: &[String], options: &DmlOptions) -> Result<ChangeTask> {
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
-        let live = delete::live_files(snapshot)?;
+        let live = live_files(snapshot)?;
         let targets = paths
             .iter()
             .map(|p| {
@@ -779,160 +779,11 @@ pub(super) async fn commit_changes_since(
     }
 }
 
-/// UPDATE table SET column = value, … WHERE predicate, in this process.
-/// `assignments` are (column, SQL value) pairs (see [`crate::expr`] for the
-/// grammar); `predicate` None updates every row.
-pub async fn update_where(
-    snapshot: &Snapshot,
-    predicate: Option<&str>,
-    assignments: &[(String, String)],
-    options: &DmlOptions,
-) -> Result<DmlMetrics> {
-    let started = Instant::now();
-    let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
-    let schema = snapshot.schema();
-    let parts = &snapshot.metadata().partition_columns;
-    let mode = snapshot.column_mapping();
-    let set = bind_assignments(snapshot, assignments)?;
-    let pred = predicate
-        .map(|text| Predicate::new(text, schema, parts, mode, Binding::Strict).map(Arc::new))
-        .transpose()?;
-    let store = snapshot.store();
-    let mut spec = ScanSpec::for_snapshot(snapshot, None);
-    spec.with_metadata_columns = true;
-    spec.filter = pred.clone();
-    spec.filter_rows = true;
-    let files = scan::plan(snapshot, pred.as_deref())?;
-    let live = delete::live_files(snapshot)?;
-    let targets: Vec<Add> = files
-        .iter()
-        .filter_map(|f| live.get(&f.path).map(|l| l.add.clone()))
-        .collect();
-    let read_files: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
-    let mut writer = ChangeWriter::try_new(
-        store.clone(),
-        TableLayout::of_snapshot(snapshot),
-        targets,
-        dvs,
-        options.delete.clone(),
-        options.writer.clone(),
-    )?;
-    // Time spent writing (the rest of the loop waits for reads).
-    let mut rewrite = std::time::Duration::ZERO;
-    let written = async {
-        // Candidate files streamed a few ahead of the writer, batch by batch.
-        let work = files.into_iter().map(|f| (f, DeletedRows::Load)).collect();
-        let mut reads =
-            scan::stream_files(store.clone(), spec.clone(), work, delete::READ_CONCURRENCY);
-        while let Some(batch) = reads.try_next().await? {
-            let t = Instant::now();
-            let updated = apply_assignments(&batch, &set)?;
-            writer.write(&updated).await?;
-            rewrite += t.elapsed();
-        }
-        let t = Instant::now();
-        let out = writer.finish().await;
-        rewrite += t.elapsed();
-        out
-    }
-    .await;
-    let prepared = match written {
-        Ok(p) => p,
-        Err(e) => {
-            writer.abort().await;
-            return Err(e);
-        }
-    };
-    let ms = |d: std::time::Duration| {
-        Value::String(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string())
-    };
-    let mut options = options.clone();
-    options.read_files = Some(read_files);
-    options
-        .extra_metrics
-        .insert("rewriteTimeMs".into(), ms(rewrite));
-    options.extra_metrics.insert(
-        "scanTimeMs".into(),
-        ms(started.elapsed().saturating_sub(rewrite)),
-    );
-    if !options.parameters.contains_key("predicate") {
-        options.parameters.insert(
-            "predicate".into(),
-            Value::String(predicate.map_or_else(|| "[]".into(), |p| json!([p]).to_string())),
-        );
-    }
-    commit_changes_since(
-        snapshot,
-        DmlOperation::Update,
-        vec![prepared],
-        &options,
-        started,
-    )
-    .await
-}
-
-/// `SET` values bound to the table: (column position, value) per assignment.
-fn bind_assignments(
-    snapshot: &Snapshot,
-    assignments: &[(String, String)],
-) -> Result<Vec<(usize, ValueExpr, arrow_schema::DataType)>> {
-    let schema = snapshot.schema();
-    let arrow = schema.to_arrow(ColumnMappingMode::None, false)?;
-    let parts = &snapshot.metadata().partition_columns;
-    let mut out: Vec<(usize, ValueExpr, arrow_schema::DataType)> = Vec::new();
-    if assignments.is_empty() {
-        return Err(Error::InvalidArgument(
-            "UPDATE needs at least one column to set".into(),
-        ));
-    }
-    for (column, text) in assignments {
-        let i = schema
-            .fields
-            .iter()
-            .position(|f| f.name.eq_ignore_ascii_case(column))
-            .ok_or_else(|| {
-                let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
-                Error::InvalidArgument(format!(
-                    "UPDATE sets column {column:?}, which is not in the table (columns: {})",
-                    names.join(", ")
-                ))
-            })?;
-        if out.iter().any(|(j, _, _)| *j == i) {
-            return Err(Error::InvalidArgument(format!(
-                "UPDATE sets column {column:?} more than once"
-            )));
-        }
-        let target = arrow
-            .fields()
-            .get(i)
-            .map(|f| f.data_type().clone())
-            .ok_or_else(|| Error::Internal(format!("schema field {i} missing")))?;
-        let value = ValueExpr::new(text, schema, parts, snapshot.column_mapping())?;
-        value.check_assignable(column, &target)?;
-        out.push((i, value, target));
-    }
-    Ok(out)
-}
-
-/// `batch` (table columns, then metadata columns) with the `SET` values in
-/// place of their columns, cast to the columns' types.
-fn apply_assignments(
-    batch: &RecordBatch,
-    set: &[(usize, ValueExpr, arrow_schema::DataType)],
-) -> Result<RecordBatch> {
-    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    assign_values(&mut columns, batch.schema().fields(), batch, set, "UPDATE")?;
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| {
-        // A NULL into a NOT NULL column is the caller's mistake.
-        Error::InvalidArgument(format!("UPDATE: {e}"))
-    })
-}
-
 /// Put the values of `set` (evaluated over `source`, row for row with
 /// `columns`) in place of their columns, cast to the types of `fields` (the
 /// table's), refusing NULL in a NOT NULL column. `what` names the statement
 /// in errors.
-pub(super) fn assign_values(
+pub(crate) fn assign_values(
     columns: &mut [ArrayRef],
     fields: &arrow_schema::Fields,
     source: &RecordBatch,

@@ -1,0 +1,437 @@
+//! MERGE INTO, in this process: a source stream joined with the table on a
+//! condition, then clauses applied in order, as Delta's MERGE does.
+//!
+//! ```text
+//! MERGE INTO table AS t USING source AS s ON t.id = s.id [AND …]
+//!   WHEN MATCHED [AND cond] THEN UPDATE SET … | UPDATE SET * | DELETE          (any number)
+//!   WHEN NOT MATCHED [AND cond] THEN INSERT (…) VALUES (…) | INSERT *         (any number)
+//!   WHEN NOT MATCHED BY SOURCE [AND cond] THEN UPDATE SET … | DELETE          (any number)
+//! ```
+//!
+//! Expressions are deltadv's SQL (see [`crate::expr`]) over two relations:
+//! `t.col` is a target column, `s.col` a source column (the aliases are the
+//! caller's), and an unqualified name is whichever side has it (an error
+//! when both do). In each group, the first clause whose condition holds
+//! acts; only the last clause of a group may omit its condition. A target
+//! row matched by several source rows that a clause would change is an
+//! error (`DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE`, naming
+//! the key), except under a single unconditional `DELETE`.
+//!
+//! How it runs: the condition's equalities between a target expression and a
+//! source expression are the join keys (at least one is needed); the rest is
+//! checked on each candidate pair. The source is read in chunks of at most
+//! [`MergeSpec::source_chunk_bytes`]; each chunk is hashed on its keys
+//! (`arrow-row` encoded), and the target files that may hold its keys (by
+//! the keys' range and the condition's target-only parts, against file
+//! stats and partition values) are read in parallel and probed. Matched and
+//! not-matched-by-source rows become a change stream (see
+//! [`super::changes`]) written by one [`ChangeWriter`]: old rows into ONE DV
+//! file, new and inserted rows into new data files; the commit is one MERGE
+//! through the transaction. A source larger than one chunk costs a pass over
+//! the candidate target files per chunk (and, with `NOT MATCHED BY SOURCE`
+//! clauses, one more over all files); memory stays bounded by the chunk.
+
+//!
+//! | module        | what it holds                                                   | I/O |
+//! |---------------|-----------------------------------------------------------------|-----|
+//! | [`plan`]      | the clause model and its rules; `operationParameters`, metrics, read set (shared with Spark) | no |
+//! | [`bound`]     | the condition split into join keys, residual and pruning parts; clauses bound | no |
+//! | [`source`]    | the source read in chunks of Delta's types                       | no  |
+//! | [`join`]      | a chunk hashed on its keys and probed; key-range file pruning     | no  |
+//! | [`apply`]     | clauses applied to pairs and rows: the change batches             | reads target files |
+//! | this module   | [`merge`]: passes over chunks and files, the writer, the commit  | yes |
+
+mod apply;
+mod bound;
+mod join;
+pub mod plan;
+mod source;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatchReader;
+use arrow_schema::{Field, Fields};
+use futures::StreamExt;
+use roaring::{RoaringBitmap, RoaringTreemap};
+use serde_json::Value;
+
+use self::apply::{process_file, take, FileOutcome, Pass};
+use self::bound::BoundMerge;
+use self::join::{key_ranges, Chunk};
+pub use self::plan::{
+    duplicate_match_error, Assigned, ClauseAction, ClauseCounts, ClauseKind, MergeClause,
+    MergePlan, MergeSpec, MergeTimes, DEFAULT_SOURCE_CHUNK_BYTES, DUPLICATE_MATCH_ERROR,
+};
+use self::source::{SourceChunks, SourceShape};
+use super::changes::{
+    check_can_rewrite, commit_changes_since, ChangeWriter, DmlMetrics, DmlOperation, DmlOptions,
+};
+use super::data::TableLayout;
+use crate::error::{Error, Result};
+use crate::expr::{Binding, Expr, Predicate};
+use crate::log::schema::{to_arrow_type, ColumnMappingMode, StructField, StructType};
+use crate::scan::{self, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::table::snapshot::Snapshot;
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
+}
+
+fn arrow_error(e: arrow_schema::ArrowError) -> Error {
+    Error::InvalidArgument(format!("MERGE: {e}"))
+}
+
+/// MERGE `source` into the table at `snapshot` (see the module docs); one
+/// commit, nothing committed when nothing changes. On a failure, every
+pub async fn merge<R: RecordBatchReader>(
+    snapshot: &Snapshot,
+    source: R,
+    spec: &MergeSpec,
+    options: &DmlOptions,
+) -> Result<DmlMetrics> {
+    let started = Instant::now();
+    let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
+    let merge_plan = MergePlan::new(spec)?;
+    let shape = SourceShape::of(&source.schema())?;
+    let mut scan_spec = ScanSpec::for_snapshot(snapshot, None);
+    scan_spec.with_metadata_columns = true;
+    let scan_schema = scan_spec.output_schema()?;
+    let table_fields: Fields = scan_schema
+        .fields()
+        .iter()
+        .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
+        .cloned()
+        .collect();
+    let evolved = evolve(snapshot, spec, &merge_plan, &shape.delta)?;
+    let (table, table_fields) = match &evolved {
+        None => (snapshot.schema().clone(), table_fields),
+        Some((schema, _)) => {
+            let mut fields: Vec<Field> = table_fields.iter().map(|f| f.as_ref().clone()).collect();
+            for f in schema.fields.iter().skip(fields.len()) {
+                let dt = to_arrow_type(&f.data_type, ColumnMappingMode::None, false)?;
+                fields.push(Field::new(&f.name, dt, true));
+            }
+            (schema.clone(), Fields::from(fields))
+        }
+    };
+    let plan = Arc::new(BoundMerge::new(
+        &merge_plan,
+        snapshot.schema(),
+        &shape.delta,
+        &table,
+        table_fields,
+    )?);
+    // Read only the columns the MERGE needs (e.g. just the key for an upsert
+    // whose UPDATE SET * assigns every column).
+    let needed = plan.target_columns();
+    scan_spec.columns = Some(
+        snapshot
+            .schema()
+            .fields
+            .iter()
+            .map(|f| f.name.clone())
+            .filter(|n| needed.contains(n))
+            .collect(),
+    );
+    let store = snapshot.store().clone();
+    let live = super::live_files(snapshot)?;
+    let targets: Vec<crate::log::actions::Add> = live.values().map(|f| f.add.clone()).collect();
+    let layout = match &evolved {
+        None => TableLayout::of_snapshot(snapshot),
+        Some((_, metadata)) => TableLayout::of(snapshot.protocol(), metadata)?,
+    };
+    let mut writer = ChangeWriter::try_new(
+        store.clone(),
+        layout,
+        targets,
+        dvs,
+        options.delete.clone(),
+        options.writer.clone(),
+    )?;
+    let mut chunks = SourceChunks::new(source, shape, spec.source_chunk_bytes);
+    let mut stats = RunStats::new(merge_plan.clauses().len());
+    let run = run_merge(
+        snapshot,
+        &plan,
+        &mut chunks,
+        &scan_spec,
+        &mut writer,
+        &mut stats,
+    )
+    .await;
+    let prepared = match run {
+        Ok(()) => writer.finish().await,
+        Err(e) => Err(e),
+    };
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            writer.abort().await;
+            return Err(e);
+        }
+    };
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let times = MergeTimes {
+        materialize_source_ms: ms(stats.source_time),
+        scan_ms: ms(stats.scan_time),
+        rewrite_ms: ms(stats.write_time),
+    };
+    let mut options = options.clone();
+    options.new_metadata = evolved.map(|(_, m)| m);
+    for (k, v) in merge_plan.metrics(&stats.counts, chunks.rows, &times) {
+        options
+            .extra_metrics
+            .entry(k.to_string())
+            .or_insert(Value::String(v.to_string()));
+    }
+    for (k, v) in merge_plan.operation_parameters() {
+        options.parameters.entry(k).or_insert(v);
+    }
+    options.read_files = if merge_plan.reads_whole_table() {
+        None
+    } else {
+        Some(stats.scanned)
+    };
+    commit_changes_since(
+        snapshot,
+        DmlOperation::Merge,
+        vec![prepared],
+        &options,
+        started,
+    )
+    .await
+}
+
+/// With schema evolution, the table's schema and metadata with the source
+/// columns it lacks appended (nullable), when an `UPDATE SET *` or
+/// `INSERT *` clause writes them; None when nothing changes.
+fn evolve(
+    snapshot: &Snapshot,
+    spec: &MergeSpec,
+    plan: &MergePlan,
+    source: &StructType,
+) -> Result<Option<(StructType, crate::log::actions::Metadata)>> {
+    if !spec.schema_evolution || !plan.writes_source_columns() {
+        return Ok(None);
+    }
+    evolved_metadata(snapshot, source)
+}
+
+/// The table's schema and metadata with the columns of `source` it lacks
+/// appended (nullable); None when it has them all. Refused on column-mapped
+/// tables and for a new `timestamp_ntz` column (both need more than a schema
+/// change).
+pub fn evolved_metadata(
+    snapshot: &Snapshot,
+    source: &StructType,
+) -> Result<Option<(StructType, crate::log::actions::Metadata)>> {
+    let table = snapshot.schema();
+    let new: Vec<StructField> = source
+        .fields
+        .iter()
+        .filter(|f| table.field_ignore_case(&f.name).is_none())
+        .map(|f| StructField {
+            nullable: true,
+            ..f.clone()
+        })
+        .collect();
+    if new.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<String> = new.iter().map(|f| f.name.clone()).collect();
+    if snapshot.column_mapping() != ColumnMappingMode::None {
+        return Err(Error::Unsupported(format!(
+            "MERGE schema evolution on a column-mapped table (new columns {}): not supported \
+             yet; add the columns with Delta Spark (ALTER TABLE ADD COLUMNS) first",
+            names.join(", ")
+        )));
+    }
+    let evolved = StructType::new(table.fields.iter().cloned().chain(new).collect());
+    if evolved.has_timestamp_ntz() && !table.has_timestamp_ntz() {
+        return Err(Error::Unsupported(format!(
+            "MERGE schema evolution would add a timestamp_ntz column ({}), which needs the \
+             timestampNtz table feature: add the column with Delta Spark first",
+            names.join(", ")
+        )));
+    }
+    let mut metadata = snapshot.metadata().clone();
+    metadata.schema_string = evolved.to_schema_string();
+    Ok(Some((evolved, metadata)))
+}
+
+struct RunStats {
+    counts: ClauseCounts,
+    scanned: BTreeSet<String>,
+    source_time: Duration,
+    scan_time: Duration,
+    write_time: Duration,
+}
+
+impl RunStats {
+    fn new(clauses: usize) -> RunStats {
+        RunStats {
+            counts: ClauseCounts::new(clauses),
+            scanned: BTreeSet::new(),
+            source_time: Duration::ZERO,
+            scan_time: Duration::ZERO,
+            write_time: Duration::ZERO,
+        }
+    }
+}
+
+async fn run_merge<R: RecordBatchReader>(
+    snapshot: &Snapshot,
+    plan: &Arc<BoundMerge>,
+    chunks: &mut SourceChunks<R>,
+    scan_spec: &ScanSpec,
+    writer: &mut ChangeWriter,
+    stats: &mut RunStats,
+) -> Result<()> {
+    let store = snapshot.store().clone();
+    let by_source = !plan.by_source.is_empty();
+    let mut acted: HashMap<String, RoaringTreemap> = HashMap::new();
+    let mut matched: HashMap<String, RoaringTreemap> = HashMap::new();
+    let mut first = true;
+    let mut multi = false;
+    loop {
+        let t = Instant::now();
+        let next = chunks.next_chunk()?;
+        stats.source_time += t.elapsed();
+        let Some((source, more)) = next else { break };
+        if first && more {
+            multi = true;
+        }
+        first = false;
+        let t = Instant::now();
+        let chunk = Arc::new(Chunk::build(plan, source)?);
+        stats.source_time += t.elapsed();
+        let inline_by_source = by_source && !multi;
+        // Files that may hold the chunk's keys (all of them when unmatched
+        // target rows matter).
+        let mut spec = scan_spec.clone();
+        let files = if inline_by_source {
+            scan::plan(snapshot, None)?
+        } else {
+            let mut parts = key_ranges(plan, &chunk)?;
+            parts.extend(plan.target_only.iter().cloned());
+            let table = snapshot.schema();
+            let pruning = Predicate::bind_expr(
+                &Expr::And(parts),
+                String::new(),
+                table,
+                &snapshot.metadata().partition_columns,
+                snapshot.column_mapping(),
+                Binding::Lenient,
+            )?;
+            let files = scan::plan(snapshot, Some(&pruning))?;
+            spec.filter = Some(Arc::new(pruning));
+            spec.filter_rows = false;
+            files
+        };
+        let pass = Pass::Join {
+            by_source: inline_by_source,
+        };
+        let mut matched_sources = RoaringBitmap::new();
+        run_files(
+            plan,
+            Some(&chunk),
+            &pass,
+            &store,
+            &spec,
+            files,
+            writer,
+            stats,
+            |o| {
+                matched_sources.extend(o.matched_sources.iter().copied());
+                if by_source && multi {
+                    matched
+                        .entry(o.path.clone())
+                        .or_default()
+                        .extend(o.matched_targets.iter());
+                }
+                let seen = acted.entry(o.path.clone()).or_default();
+                if !plan.dedupe && !seen.is_disjoint(&o.acted) {
+                    return Err(duplicate_match_error(Some(&format!("in {}", o.path))));
+                }
+                seen.extend(o.acted.iter());
+                Ok(())
+            },
+        )
+        .await?;
+        // Source rows no target row matched.
+        if !plan.not_matched.is_empty() {
+            let n = chunk.source.num_rows() as u32;
+            let unmatched: Vec<u32> = (0..n).filter(|i| !matched_sources.contains(*i)).collect();
+            if !unmatched.is_empty() {
+                let t = Instant::now();
+                let rows = take(&chunk.source, &unmatched)?;
+                let j = plan.rel.batch(None, Some(&rows))?;
+                let changes = plan.apply(&plan.not_matched, None, &j, &mut stats.counts)?;
+                for c in &changes {
+                    writer.write(c).await?;
+                }
+                stats.write_time += t.elapsed();
+            }
+        }
+    }
+    if by_source && multi {
+        let pass = Pass::BySource {
+            matched: Arc::new(matched),
+        };
+        let files = scan::plan(snapshot, None)?;
+        run_files(
+            plan,
+            None,
+            &pass,
+            &store,
+            scan_spec,
+            files,
+            writer,
+            stats,
+            |_| Ok(()),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_files(
+    plan: &Arc<BoundMerge>,
+    chunk: Option<&Arc<Chunk>>,
+    pass: &Pass,
+    store: &crate::io::TableStore,
+    spec: &ScanSpec,
+    files: Vec<ScanFile>,
+    writer: &mut ChangeWriter,
+    stats: &mut RunStats,
+    mut each: impl FnMut(&FileOutcome) -> Result<()>,
+) -> Result<()> {
+    let t = Instant::now();
+    let mut write_time = Duration::ZERO;
+    for f in &files {
+        stats.scanned.insert(f.path.clone());
+    }
+    let mut outcomes = futures::stream::iter(files)
+        .map(|file| {
+            let (plan, chunk, pass) = (plan.clone(), chunk.cloned(), pass.clone());
+            let (store, spec) = (store.clone(), spec.clone());
+            crate::io::runtime::spawn(process_file(plan, chunk, pass, store, spec, file))
+        })
+        .buffered(super::READ_CONCURRENCY);
+    while let Some(outcome) = outcomes.next().await {
+        let o = outcome??;
+        each(&o)?;
+        stats.counts.merge(&o.counts);
+        let w = Instant::now();
+        for c in &o.changes {
+            writer.write(c).await?;
+        }
+        write_time += w.elapsed();
+    }
+    stats.write_time += write_time;
+    stats.scan_time += t.elapsed().saturating_sub(write_time);
+    Ok(())
+}
