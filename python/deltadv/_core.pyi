@@ -14,6 +14,7 @@ __all__ = [
     "BatchReader",
     "DeletionVector",
     "DeletionVectorDescriptor",
+    "MergePlan",
     "RawDeltaTable",
     "RowIterator",
     "__version__",

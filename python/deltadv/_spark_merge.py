@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltadv import MergePlan
 from deltadv._spark_util import _split_size, _task_frame, _to_arrow_schema
 from deltadv.table import ChangeTask, ScanTask
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from deltadv.spark import DeltaTable
 
-DUPLICATE_ERROR = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+DUPLICATE_ERROR = MergePlan.DUPLICATE_MATCH_ERROR
 _CLAUSE = "__deltadv_clause"
 _SOURCE = "__deltadv_source"
 _SOURCE_ID = "__deltadv_source_id"
@@ -303,21 +304,24 @@ class DeltaMergeBuilder:
     ) -> DeltaMergeBuilder:
         return self._add("not_matched_by_source", "delete", condition)
 
-    def _check_clauses(self) -> None:
-        if not self._clauses:
-            raise ValueError("a MERGE needs at least one when... clause")
-        names = {
-            "matched": "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION",
-            "not_matched": "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION",
-            "not_matched_by_source": "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
-        }
-        for kind, code in names.items():
-            group = [c for c in self._clauses if c[0] == kind]
-            if any(c[2] is None for c in group[:-1]):
-                raise ValueError(
-                    f"[{code}] when there is more than one {kind.replace('_', ' ').upper()} "
-                    "clause, only the last may omit its condition"
-                )
+    def _plan(self, target_alias: str, source_alias: str | None) -> MergePlan:
+        """The MERGE's rules from the Rust core: clause order and shapes
+        checked there, as the in-process MERGE checks them."""
+        clauses = [
+            (
+                kind,
+                action,
+                _text(cond),
+                [(column, str(_text(v))) for column, v in (values or {}).items()],
+            )
+            for kind, action, cond, values in self._clauses
+        ]
+        return MergePlan(
+            str(_text(self._condition)),
+            clauses,
+            target_alias=target_alias,
+            source_alias=source_alias or "source",
+        )
 
     def execute(self) -> dict[str, Any]:
         """Run the MERGE; returns Delta Spark's MERGE metrics in snake_case
@@ -329,7 +333,9 @@ class DeltaMergeBuilder:
         from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
         started = _now_ms()
-        self._check_clauses()
+        t_alias = self._target_alias or "target"
+        s_alias = _alias_of(self._source)
+        plan = self._plan(t_alias, s_alias)
         dt = self._table
         table = dt._table
         table.update_incremental()
@@ -337,9 +343,9 @@ class DeltaMergeBuilder:
         options = self._options
         fields = list(from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields)
         table_names = {f.name for f in fields}
-        kinds = {c[0] for c in self._clauses}
+        kinds = {c[0] for c in plan.clauses}
         new_columns = None
-        if self._evolve and any(c[1] in ("update_all", "insert_all") for c in self._clauses):
+        if self._evolve and plan.writes_source_columns:
             # Schema evolution: the source's columns the table lacks are written
             # (and added to the schema by the commit).
             lower = {f.name.lower() for f in fields}
@@ -348,8 +354,6 @@ class DeltaMergeBuilder:
                 fields += [StructField(f.name, f.dataType, True) for f in fresh]
                 new_columns = _to_arrow_schema(self._source.schema)
         by_name = {f.name.lower(): f for f in fields}
-        t_alias = self._target_alias or "target"
-        s_alias = _alias_of(self._source)
         size = _estimated_bytes(self._source)
         # A small source is broadcast and the table streamed past it (no shuffle
         # of the table): matched rows by an inner join (or, with NOT MATCHED BY
@@ -386,7 +390,6 @@ class DeltaMergeBuilder:
             source = self._source.withColumn(_SOURCE, F.lit(True))
         if s_alias is not None:
             source = source.alias(s_alias)
-        source_names = {n.lower(): n for n in self._source.columns}
 
         def scol(name: str) -> Column:
             return source[f"`{name}`"]
@@ -395,40 +398,24 @@ class DeltaMergeBuilder:
             expr = F.expr(v) if isinstance(v, str) else v
             return expr.cast(field.dataType)
 
-        # Each clause: its condition and the columns it assigns.
+        # Each clause: its condition and the columns it assigns (resolved by
+        # the plan: by name for UPDATE SET * / INSERT *, else as given).
         specs: list[tuple[int, str, str, Column | None, dict[str, Column]]] = []
-        parameters: dict[str, list[dict[str, str]]] = {
-            "matched": [],
-            "not_matched": [],
-            "not_matched_by_source": [],
-        }
+        names = [f.name for f in fields]
         texts = [_text(self._condition) or ""]
         for i, (kind, action, cond, values) in enumerate(self._clauses):
-            param = {"actionType": action.split("_")[0]}
             if cond is not None:
-                param = {"predicate": str(_text(cond)), **param}
                 texts.append(str(_text(cond)))
-            parameters[kind].append(param)
+            given = list((values or {}).values())
+            texts += [str(_text(v)) for v in given]
             assigned: dict[str, Column] = {}
-            if values is not None:
-                for column, v in values.items():
-                    head, _, rest = column.partition(".")
-                    name = rest if rest and head.lower() == t_alias.lower() else column
-                    field = by_name.get(name.lower())
-                    if field is None:
-                        raise ValueError(
-                            f"MERGE sets column {column!r}, which is not in the target table "
-                            f"(columns: {', '.join(f.name for f in fields)})"
-                        )
-                    if field.name in assigned:
-                        raise ValueError(f"MERGE sets column {name!r} more than once")
-                    assigned[field.name] = value(v, field)
-                    texts.append(str(_text(v)))
-            elif action in ("update_all", "insert_all"):
-                for f in fields:
-                    src = source_names.get(f.name.lower())
-                    if src is not None:
-                        assigned[f.name] = scol(src).cast(f.dataType)
+            for k, (column, src, _) in enumerate(
+                plan.assignments(i, names, list(self._source.columns))
+            ):
+                field = by_name[column.lower()]
+                assigned[column] = (
+                    scol(src).cast(field.dataType) if src is not None else value(given[k], field)
+                )
             condition_col = (
                 None if cond is None else F.expr(cond) if isinstance(cond, str) else cond
             )
@@ -475,7 +462,7 @@ class DeltaMergeBuilder:
                 clause_expr = (
                     F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, i)
                 )
-                what = "delete" if action == "delete" else action.split("_")[0]
+                what = plan.change(i)
                 mine = F.col(_CLAUSE) == i
                 change = F.when(mine, F.lit(what)) if change is None else change.when(mine, what)
                 for f in fields:
@@ -571,8 +558,7 @@ class DeltaMergeBuilder:
             }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
             joined = target.hint("merge").join(source, condition, how)
             staged, rows = stage(joined, group_of, with_target=True)
-        matched_actions = [c for c in self._clauses if c[0] == "matched"]
-        if len(matched_actions) == 1 and matched_actions[0][1:3] == ("delete", None):
+        if plan.deletes_duplicates_once:
             # Several source rows may delete one target row: delete it once.
             rows = rows.filter(F.col("_row_index").isNull()).unionByName(
                 rows.filter(F.col("_row_index").isNotNull()).dropDuplicates(
@@ -619,55 +605,45 @@ class DeltaMergeBuilder:
         except Exception as e:
             if DUPLICATE_ERROR in str(e):
                 acting = staged.filter(F.col(_CLAUSE).isNotNull())
-                raise self._duplicate_error(acting, target, group_of["matched"], paths) from None
+                raise self._duplicate_error(
+                    plan, acting, target, group_of["matched"], paths
+                ) from None
             raise
         job_ms = _now_ms() - job_started
         # The writing tasks run in parallel: the longest is the write phase's
         # wall time (an upper bound: it includes pulling the shuffled rows).
         rewrite_ms = min(job_ms, max((r["ms"] for r in out), default=0))
-        counts: dict[int, int] = {}
+        counts = [0] * len(plan.clauses)
         for r in out:
             for k, n in json.loads(r["counts"]).items():
-                counts[int(k)] = counts.get(int(k), 0) + n
-
-        def count(kind: str, delete: bool) -> int:
-            return sum(
-                n
-                for i, n in counts.items()
-                if self._clauses[i][0] == kind and (self._clauses[i][1] == "delete") == delete
-            )
-
-        extra = {
-            "numSourceRows": num_source,
-            "numTargetRowsMatchedUpdated": count("matched", False),
-            "numTargetRowsMatchedDeleted": count("matched", True),
-            "numTargetRowsNotMatchedBySourceUpdated": count("not_matched_by_source", False),
-            "numTargetRowsNotMatchedBySourceDeleted": count("not_matched_by_source", True),
-            "materializeSourceTimeMs": source_ms,
-            "scanTimeMs": job_ms - rewrite_ms,
-            "rewriteTimeMs": rewrite_ms,
-            "executionTimeMs": _now_ms() - started,
-        }
-        params = {
-            "predicate": json.dumps([_text(self._condition)]),
-            "matchedPredicates": json.dumps(parameters["matched"]),
-            "notMatchedPredicates": json.dumps(parameters["not_matched"]),
-            "notMatchedBySourcePredicates": json.dumps(parameters["not_matched_by_source"]),
-        }
+                counts[int(k)] += n
+        extra: dict[str, Any] = plan.metrics(
+            counts,
+            num_source,
+            materialize_source_ms=source_ms,
+            scan_ms=job_ms - rewrite_ms,
+            rewrite_ms=rewrite_ms,
+        )
+        extra["executionTimeMs"] = _now_ms() - started
         return table.commit_changes(
             "MERGE",
             [r["prepared"] for r in out if r["prepared"] is not None],
-            parameters=params,
+            parameters=plan.operation_parameters(),
             extra_metrics=extra,
-            # Inserts and NOT MATCHED BY SOURCE depend on every file: a concurrent
-            # writer's new file must conflict. Otherwise the files read.
-            read_files=None if kinds & {"not_matched", "not_matched_by_source"} else files,
+            # The plan says what the result depends on: every file (inserts,
+            # NOT MATCHED BY SOURCE) or only the files read.
+            read_files=None if plan.reads_whole_table else files,
             inline_threshold=options["inline_threshold"],
             new_columns=new_columns,
         )
 
     def _duplicate_error(
-        self, staged: DataFrame, target: DataFrame, matched: Column, paths: list[str]
+        self,
+        plan: MergePlan,
+        staged: DataFrame,
+        target: DataFrame,
+        matched: Column,
+        paths: list[str],
     ) -> ValueError:
         """The duplicate-match error, naming a target row (its values) that
         several source rows would change."""
@@ -681,7 +657,7 @@ class DeltaMergeBuilder:
             .limit(1)
             .collect()
         )
-        detail = ""
+        detail = None
         if dup:
             file_id, index = dup[0][0], dup[0][1]
             path = paths[file_id]
@@ -693,12 +669,10 @@ class DeltaMergeBuilder:
                 .first()
             )
             if row is not None:
-                detail = f" (target row {row.asDict()}; row {index} of {path})"
-        return ValueError(
-            f"[{DUPLICATE_ERROR}] Cannot perform MERGE as multiple source rows matched and "
-            f"attempted to modify the same target row{detail} in possibly conflicting ways. "
-            "Make the source unique on the join key, e.g. by deduplicating it first"
-        )
+                detail = f"{row.asDict()}; row {index} of {path}"
+        error = plan.duplicate_error(detail)
+        assert isinstance(error, ValueError)
+        return error
 
 
 def _estimated_bytes(df: DataFrame) -> int | None:
