@@ -50,8 +50,8 @@ use serde_json::{Map, Value};
 
 use super::conflict::{FileChange, ReadSet, RebaseFile};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
-use super::delete::{self, DeleteChanges, DeleteOptions, PreparedFile};
 use super::live_files;
+use super::row_deletes::{self, DeleteChanges, DeleteOptions, PreparedFile};
 use super::transaction::{Changes, Transaction};
 use crate::error::{Error, Result};
 use crate::expr::ValueExpr;
@@ -374,7 +374,7 @@ impl ChangeWriter {
             .filter_map(|(k, rows)| self.targets.get(&k).map(|a| (a.clone(), rows)))
             .collect();
         out.files = if self.dvs {
-            delete::prepare_files(&self.store, items, &self.options).await?
+            row_deletes::prepare_files(&self.store, items, &self.options).await?
         } else {
             // Rewritten by the driver (which loads the current DVs and
             // counts rows itself): only the rows travel.
@@ -736,7 +736,7 @@ pub(super) async fn commit_changes_since(
         .collect();
     let committed = async {
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
-        let targets = delete::prepared_targets(snapshot, files, dvs).await?;
+        let targets = row_deletes::prepared_targets(snapshot, files, dvs).await?;
         let mut changes = DmlChanges {
             rows: DeleteChanges::new(targets, &options.delete, dvs, started),
             adds,

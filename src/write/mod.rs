@@ -26,7 +26,8 @@
 //! | [`data`]          | Arrow batches → parquet data files + add actions with Delta stats     |
 //! | [`files`], [`create`], [`append`] | writing data files then committing them: new tables, appends |
 //! | [`dv_files`]      | new DVs: inline or packed into DV files (DELETE, UPDATE, MERGE)       |
-//! | [`delete`]        | DELETE: new DV = old DV ∪ deleted rows; executor-prepared deletes     |
+//! | [`row_deletes`]   | rows deleted from files: new DV = old ∪ rows, remove/add pairs, rebases (DELETE, UPDATE, MERGE) |
+//! | [`delete`]        | DELETE: rows found by index or predicate; executor-prepared deletes committed |
 //! | [`cow`]           | copy-on-write rewrites (tables without DVs)                           |
 //! | [`changes`]       | the change stream of UPDATE/MERGE: `ChangeWriter`, `ChangeTask`, `commit_changes` |
 //! | [`update`]        | UPDATE in this process                                                |
@@ -55,6 +56,7 @@ pub mod merge;
 pub mod metrics;
 pub mod optimize;
 pub mod restore;
+pub mod row_deletes;
 pub mod transaction;
 pub mod update;
 pub mod vacuum;
