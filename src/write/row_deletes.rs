@@ -14,7 +14,7 @@
 //!
 //! On Spark, executors run [`prepare_files`] (DVs written where the rows were
 //! found) and the driver turns the [`PreparedFile`]s back into targets with
-//! [`prepared_targets`], reusing a prepared DV when the file's DV is still the
+//! `prepared_targets`, reusing a prepared DV when the file's DV is still the
 //! one it was prepared against.
 
 use std::collections::BTreeMap;

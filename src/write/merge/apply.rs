@@ -114,7 +114,7 @@ impl BoundMerge {
         self.apply_masks(clauses, &masks, base, eval, counts)
     }
 
-    /// [`Plan::apply`] with the clauses' masks known.
+    /// [`BoundMerge::apply`] with the clauses' masks known.
     fn apply_masks(
         &self,
         clauses: &[Clause],

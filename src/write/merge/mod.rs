@@ -35,10 +35,10 @@
 //! | module        | what it holds                                                   | I/O |
 //! |---------------|-----------------------------------------------------------------|-----|
 //! | [`plan`]      | the clause model and its rules; `operationParameters`, metrics, read set (shared with Spark) | no |
-//! | [`bound`]     | the condition split into join keys, residual and pruning parts; clauses bound | no |
-//! | [`source`]    | the source read in chunks of Delta's types                       | no  |
-//! | [`join`]      | a chunk hashed on its keys and probed; key-range file pruning     | no  |
-//! | [`apply`]     | clauses applied to pairs and rows: the change batches             | reads target files |
+//! | `bound`       | the condition split into join keys, residual and pruning parts; clauses bound | no |
+//! | `source`      | the source read in chunks of Delta's types                       | no  |
+//! | `join`        | a chunk hashed on its keys and probed; key-range file pruning     | no  |
+//! | `apply`       | clauses applied to pairs and rows: the change batches             | reads target files |
 //! | this module   | [`merge`]: passes over chunks and files, the writer, the commit  | yes |
 
 mod apply;
