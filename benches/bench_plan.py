@@ -97,7 +97,8 @@ def main() -> None:
 
     readers = {"deltadv": ours, "deltadv (tasks only)": ours_tasks, "Delta Spark": theirs}
     # deltadv's DataFrame packs the tasks into partitions as Spark packs files.
-    from deltadv._spark_util import _pack, _split_size
+    from deltadv.spark._tasks import pack as _pack
+    from deltadv.spark._tasks import split_size as _split_size
 
     packed = len(
         _pack([4096] * args.files, _split_size(spark), spark.sparkContext.defaultParallelism)

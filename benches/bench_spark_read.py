@@ -150,7 +150,8 @@ def handoff_floor(spark: Any, path: str) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     import deltadv
-    from deltadv._spark_util import _split_size, _task_frame
+    from deltadv.spark._tasks import split_size as _split_size
+    from deltadv.spark._tasks import task_frame as _task_frame
 
     table = deltadv.DeltaTable(path)
     tasks = table.scan_tasks(split_size=_split_size(spark))

@@ -16,6 +16,7 @@ arguments raise :class:`ValueError`.
 """
 
 from deltadv._core import (
+    CompactTaskInfo,
     DeletionVector,
     DeletionVectorDescriptor,
     MergePlan,
@@ -39,11 +40,13 @@ from deltadv.exceptions import (
     VersionNotFoundError,
 )
 from deltadv.merge import TableMerger
-from deltadv.table import ChangeTask, DeleteTask, DeltaTable, ScanTask
+from deltadv.table import ChangeTask, CompactTask, DeleteTask, DeltaTable, ScanTask
 
 __all__ = [
     "ChangeTask",
     "CommitConflictError",
+    "CompactTask",
+    "CompactTaskInfo",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

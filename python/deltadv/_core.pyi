@@ -1,22 +1,31 @@
 """Type stubs for the native module ``deltadv._core``."""
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ClassVar, Literal, final
+from typing import Any, ClassVar, Literal, TypedDict, Unpack, final
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "COMPACT_TARGET_SIZE",
+    "DEFAULT_PREFETCH_FILES",
+    "DV_FILE_TARGET_SIZE",
     "ENGINE_INFO",
+    "MAX_DELETED_ROWS_RATIO",
+    "SOURCE_CHUNK_BYTES",
+    "TARGET_FILE_SIZE",
     "ArrowBatch",
     "ArrowSchema",
     "ArrowStream",
     "BatchReader",
+    "ChangeTaskInfo",
+    "CompactTaskInfo",
     "DeletionVector",
     "DeletionVectorDescriptor",
     "MergePlan",
     "RawDeltaTable",
     "RowIterator",
+    "ScanTaskInfo",
     "__version__",
     "_set_fault_points",
     "commit_files",
@@ -35,6 +44,58 @@ __all__ = [
 __version__: str
 #: ``commitInfo.engineInfo`` of every commit deltadv writes (``deltadv/<version>``).
 ENGINE_INFO: str
+#: DV files are cut at about this size (bytes), as in the reference implementation.
+DV_FILE_TARGET_SIZE: int
+#: Size (bytes) at which a data file is closed and the next one started.
+TARGET_FILE_SIZE: int
+#: Source bytes a MERGE holds in memory at once; a larger source is joined in chunks.
+SOURCE_CHUNK_BYTES: int
+#: Delta Spark's default ``maxDeletedRowsRatio`` for OPTIMIZE.
+MAX_DELETED_ROWS_RATIO: float
+#: OPTIMIZE/PURGE's default target file size without ``delta.targetFileSize``.
+COMPACT_TARGET_SIZE: int
+#: Files a scan reads ahead of the consumer.
+DEFAULT_PREFETCH_FILES: int
+
+class _ScanOptions(TypedDict, total=False):
+    columns: list[str] | None
+    filter: str | None
+    filter_json: str | None
+    filter_rows: bool
+    split_size: int | None
+    with_metadata: bool
+
+class _CdfOptions(TypedDict, total=False):
+    starting_version: int | None
+    ending_version: int | None
+    starting_timestamp: int | None
+    ending_timestamp: int | None
+    columns: list[str] | None
+    filter: str | None
+
+class _DmlOptions(TypedDict, total=False):
+    allow_copy_on_write: bool
+    inline_threshold: int
+    dv_file_target_size: int
+    target_file_size: int
+    source_chunk_bytes: int
+    merge_schema: bool
+    source_alias: str
+    target_alias: str
+    new_columns: bytes | None
+    parameters: str | None
+    extra_metrics: str | None
+    read_files: list[str] | None
+
+class _WriteOptions(TypedDict, total=False):
+    mode: str
+    schema_ipc: bytes | None
+    partition_by: list[str]
+    configuration: dict[str, str]
+    enable_deletion_vectors: bool
+    target_file_size: int
+    rows_per_file: int | None
+    row_group_rows: int | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -195,9 +256,14 @@ class RawDeltaTable:
         target_size: int | None = None,
         max_deleted_rows_ratio: float = ...,
         partition_filter: str | None = None,
+        partition_filter_json: str | None = None,
     ) -> tuple[str, list[str]]: ...
     def commit_compaction(
-        self, plan: str, results: list[str], partition_filter: str | None = None
+        self,
+        plan: str,
+        results: list[str],
+        partition_filter: str | None = None,
+        partition_filter_json: str | None = None,
     ) -> dict[str, Any]: ...
     def abort_compaction(self, results: list[str]) -> None: ...
     def disable_deletion_vectors(self) -> dict[str, Any]: ...
@@ -213,24 +279,8 @@ class RawDeltaTable:
     def restore(
         self, version: int | None = None, timestamp_ms: int | None = None
     ) -> dict[str, Any]: ...
-    def cdf_tasks(
-        self,
-        starting_version: int | None = None,
-        ending_version: int | None = None,
-        starting_timestamp: int | None = None,
-        ending_timestamp: int | None = None,
-        columns: list[str] | None = None,
-        filter: str | None = None,
-    ) -> tuple[ArrowSchema, list[str]]: ...
-    def scan_tasks(
-        self,
-        columns: list[str] | None = None,
-        filter: str | None = None,
-        filter_rows: bool = True,
-        split_size: int | None = None,
-        with_metadata: bool = False,
-        filter_json: str | None = None,
-    ) -> list[tuple[str, int]]: ...
+    def cdf_tasks(self, **options: Unpack[_CdfOptions]) -> tuple[ArrowSchema, list[str]]: ...
+    def scan_tasks(self, **options: Unpack[_ScanOptions]) -> list[tuple[str, int]]: ...
     def scan(
         self,
         columns: list[str] | None = None,
@@ -261,44 +311,18 @@ class RawDeltaTable:
         self,
         updates: list[tuple[str, str]],
         predicate: str | None = None,
-        allow_copy_on_write: bool = False,
-        inline_threshold: int = 0,
-        dv_file_target_size: int = ...,  # 2 MiB
-        target_file_size: int = ...,  # 128 MiB
+        **options: Unpack[_DmlOptions],
     ) -> dict[str, Any]: ...
     def merge(
         self,
         source: Any,
         predicate: str,
         clauses: list[tuple[str, str, str | None, list[tuple[str, str]]]],
-        source_alias: str,
-        target_alias: str,
-        allow_copy_on_write: bool = False,
-        inline_threshold: int = 0,
-        dv_file_target_size: int = ...,  # 2 MiB
-        target_file_size: int = ...,  # 128 MiB
-        source_chunk_bytes: int = ...,  # 512 MiB
-        merge_schema: bool = False,
+        **options: Unpack[_DmlOptions],
     ) -> dict[str, Any]: ...
-    def change_task(
-        self,
-        paths: list[str],
-        allow_copy_on_write: bool = False,
-        inline_threshold: int = 0,
-        dv_file_target_size: int = ...,  # 2 MiB
-        target_file_size: int = ...,  # 128 MiB
-        new_columns: bytes | None = None,
-    ) -> str: ...
+    def change_task(self, paths: list[str], **options: Unpack[_DmlOptions]) -> str: ...
     def commit_changes(
-        self,
-        operation: str,
-        prepared: list[str],
-        parameters: str | None = None,
-        extra_metrics: str | None = None,
-        read_files: list[str] | None = None,
-        allow_copy_on_write: bool = False,
-        inline_threshold: int = 0,
-        new_columns: bytes | None = None,
+        self, operation: str, prepared: list[str], **options: Unpack[_DmlOptions]
     ) -> dict[str, Any]: ...
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
@@ -310,13 +334,7 @@ def write_table(
     table_uri: str,
     storage_options: dict[str, str],
     data: object,
-    mode: str = "error",
-    partition_by: list[str] = ...,
-    configuration: dict[str, str] = ...,
-    enable_deletion_vectors: bool = True,
-    target_file_size: int = ...,  # 128 MiB
-    rows_per_file: int | None = None,
-    row_group_rows: int | None = None,
+    **options: Unpack[_WriteOptions],
 ) -> int:
     """Write ``data`` (``__arrow_c_stream__``) as data files and commit them
     (mode "error": create; "append"). Returns the version."""
@@ -325,14 +343,7 @@ def write_files(
     table_uri: str,
     storage_options: dict[str, str],
     data: object,
-    mode: str = "error",
-    schema_ipc: bytes | None = None,
-    partition_by: list[str] = ...,
-    configuration: dict[str, str] = ...,
-    enable_deletion_vectors: bool = True,
-    target_file_size: int = ...,  # 128 MiB
-    rows_per_file: int | None = None,
-    row_group_rows: int | None = None,
+    **options: Unpack[_WriteOptions],
 ) -> list[str]:
     """Write data files without committing; their add actions as JSON."""
 
@@ -340,11 +351,7 @@ def commit_files(
     table_uri: str,
     storage_options: dict[str, str],
     adds: list[str],
-    mode: str = "error",
-    schema_ipc: bytes | None = None,
-    partition_by: list[str] = ...,
-    configuration: dict[str, str] = ...,
-    enable_deletion_vectors: bool = True,
+    **options: Unpack[_WriteOptions],
 ) -> int:
     """Commit written data files (create or append); removes them on failure."""
 
@@ -362,6 +369,61 @@ def prepare_changes(
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""
+
+@final
+class ScanTaskInfo:
+    """What one scan (or change data feed) task reads, from its JSON."""
+
+    def __new__(cls, task: str) -> ScanTaskInfo: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def file_size(self) -> int: ...
+    @property
+    def row_groups(self) -> list[int] | None: ...
+    @property
+    def partition_values(self) -> dict[str, str | None]: ...
+    @property
+    def deleted_rows(self) -> int: ...
+    @property
+    def with_metadata(self) -> bool: ...
+    @property
+    def change_type(self) -> str | None: ...
+    @property
+    def commit_version(self) -> int | None: ...
+    @property
+    def commit_timestamp(self) -> int | None: ...
+    def schema(self) -> ArrowSchema: ...
+
+@final
+class ChangeTaskInfo:
+    """What one UPDATE/MERGE change task may change, from its JSON."""
+
+    def __new__(cls, task: str) -> ChangeTaskInfo: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def deletion_vectors(self) -> bool: ...
+    @property
+    def inline_threshold(self) -> int: ...
+    @property
+    def dv_file_target_size(self) -> int: ...
+    @property
+    def target_file_size(self) -> int: ...
+
+@final
+class CompactTaskInfo:
+    """One bin of an OPTIMIZE/PURGE, from its JSON."""
+
+    def __new__(cls, task: str) -> CompactTaskInfo: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def partition_values(self) -> dict[str, str | None]: ...
+    @property
+    def target_size(self) -> int: ...
 
 _MergeClause = tuple[str, str, str | None, list[tuple[str, str]]]
 

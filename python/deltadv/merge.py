@@ -11,16 +11,19 @@ rows go to new data files, and one commit records it all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
-if TYPE_CHECKING:
-    from deltadv.table import DeltaTable
-
 #: One clause as the core takes it: (kind, action, condition, assignments).
-_Clause = tuple[str, str, str | None, list[tuple[str, str]]]
+Clause = tuple[str, str, str | None, list[tuple[str, str]]]
+_Clause = Clause
+
+#: What runs a built MERGE: ``run(source, predicate, clauses, source_alias,
+#: target_alias, options)`` -> metrics (:class:`deltadv.DeltaTable` hands in its
+#: own, so this module needs nothing of the table's).
+MergeRunner = Callable[[Any, str, list[Clause], str, str, dict[str, Any]], dict[str, Any]]
 
 
 def _arrow_source(source: Any) -> Any:
@@ -68,7 +71,8 @@ class TableMerger:
 
     def __init__(
         self,
-        table: DeltaTable,
+        run: MergeRunner,
+        table_uri: str,
         source: Any,
         predicate: str,
         source_alias: str,
@@ -77,7 +81,8 @@ class TableMerger:
     ) -> None:
         if not isinstance(predicate, str) or not predicate.strip():
             raise ValueError("a MERGE needs a predicate (SQL text such as 't.id = s.id')")
-        self._table = table
+        self._run = run
+        self._table_uri = table_uri
         self._source: Any = _arrow_source(source)
         self._predicate = predicate
         self._source_alias = source_alias
@@ -143,7 +148,7 @@ class TableMerger:
         if self._source is None:
             raise RuntimeError("this MERGE already ran (its source was consumed)")
         source, self._source = self._source, None
-        return self._table._raw_merge(
+        return self._run(
             source,
             self._predicate,
             self._clauses,
@@ -154,6 +159,6 @@ class TableMerger:
 
     def __repr__(self) -> str:
         return (
-            f"TableMerger({self._table.table_uri!r}, predicate={self._predicate!r}, "
+            f"TableMerger({self._table_uri!r}, predicate={self._predicate!r}, "
             f"clauses={len(self._clauses)})"
         )

@@ -4,33 +4,39 @@ from __future__ import annotations
 
 import itertools
 import json as _json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltadv import _core
 from deltadv._core import (
     BatchReader,
+    ChangeTaskInfo,
+    CompactTaskInfo,
     DeletionVector,
     RawDeltaTable,
+    ScanTaskInfo,
     prepare_changes,
     prepare_delete,
     read_scan_task,
     rewrite_compact_task,
     scan_task_schema,
 )
+from deltadv.expressions import partition_filter_tree
+from deltadv.merge import Clause, TableMerger
+from deltadv.typecheck import check_arg, check_args, check_str_list
 
-if TYPE_CHECKING:
-    from deltadv.merge import TableMerger
-
+# Defaults: each defined once, in the Rust core.
 #: DV files are cut at about this size (bytes), as in the reference implementation.
-DV_FILE_TARGET_SIZE = 2 * 1024 * 1024
+DV_FILE_TARGET_SIZE: int = _core.DV_FILE_TARGET_SIZE
 #: Size (bytes) at which a data file is closed and the next one started.
-TARGET_FILE_SIZE = 128 * 1024 * 1024
+TARGET_FILE_SIZE: int = _core.TARGET_FILE_SIZE
 #: Source bytes a MERGE holds in memory at once; a larger source is joined in chunks.
-SOURCE_CHUNK_BYTES = 512 * 1024 * 1024
+SOURCE_CHUNK_BYTES: int = _core.SOURCE_CHUNK_BYTES
 
 #: A value for UPDATE's SET (or MERGE's): SQL text in deltadv's grammar, or a
 #: pyarrow compute expression.
@@ -48,10 +54,10 @@ PartitionFilters = str | Sequence[tuple[str, str, Any]]
 Progress = Callable[[int, int], None]
 
 #: Delta Spark's default ``maxDeletedRowsRatio`` for OPTIMIZE.
-MAX_DELETED_ROWS_RATIO = 0.05
+MAX_DELETED_ROWS_RATIO: float = _core.MAX_DELETED_ROWS_RATIO
 
 #: Files a scan reads ahead of the consumer (each at most a couple of batches deep).
-DEFAULT_PREFETCH_FILES = 4
+DEFAULT_PREFETCH_FILES: int = _core.DEFAULT_PREFETCH_FILES
 
 
 def _reader(native: BatchReader) -> pa.RecordBatchReader:
@@ -87,7 +93,7 @@ class ScanTask:
     repr), so task JSON can sit in Spark rows, plans and logs.
     """
 
-    __slots__ = ("json", "size", "storage_options")
+    __slots__ = ("_info", "json", "size", "storage_options")
 
     def __init__(
         self, json: str, storage_options: dict[str, str] | None = None, size: int = 0
@@ -97,6 +103,45 @@ class ScanTask:
         #: About how many bytes the task reads (for packing tasks into Spark
         #: partitions); 0 when unknown.
         self.size = size
+        self._info: ScanTaskInfo | None = None
+
+    @property
+    def info(self) -> ScanTaskInfo:
+        """The task's description, typed (read from its JSON by the Rust core)."""
+        if self._info is None:
+            self._info = ScanTaskInfo(self.json)
+        return self._info
+
+    @property
+    def path(self) -> str:
+        """The data (or change) file the task reads, as in the log, URL-decoded."""
+        return self.info.path
+
+    @property
+    def file_size(self) -> int:
+        """The file's size in bytes."""
+        return self.info.file_size
+
+    @property
+    def row_groups(self) -> list[int] | None:
+        """The row groups the task reads (None: all of the file's)."""
+        return self.info.row_groups
+
+    @property
+    def partition_values(self) -> dict[str, str | None]:
+        """The file's partition values, as in the log."""
+        return self.info.partition_values
+
+    @property
+    def deleted_rows(self) -> int:
+        """Rows of the file its deletion vector deletes (0: none)."""
+        return self.info.deleted_rows
+
+    @property
+    def change_type(self) -> str | None:
+        """A change data feed task's ``_change_type`` (``"cdc"``: a change file, each
+        row carries its own); None for a scan task."""
+        return self.info.change_type
 
     def read(self) -> pa.RecordBatchReader:
         """A stream of the file's rows (Arrow record batches), deleted rows gone,
@@ -104,19 +149,19 @@ class ScanTask:
         return _reader(read_scan_task(self.json, self.storage_options or None))
 
     def schema(self) -> pa.Schema:
+        """The Arrow schema of the task's rows."""
         return pa.schema(scan_task_schema(self.json))
 
     def __reduce__(self) -> tuple[type[ScanTask], tuple[str, dict[str, str], int]]:
         return (ScanTask, (self.json, self.storage_options, self.size))
 
     def __repr__(self) -> str:
-        task = _json.loads(self.json)
-        parts = [f"path={task.get('path')!r}"]
-        if task.get("row_groups") is not None:
-            parts.append(f"row_groups={task['row_groups']!r}")
-        dv = task.get("deletion_vector")
-        if dv:
-            parts.append(f"deleted_rows={dv.get('cardinality')}")
+        info = self.info
+        parts = [f"path={info.path!r}"]
+        if info.row_groups is not None:
+            parts.append(f"row_groups={info.row_groups!r}")
+        if info.deleted_rows:
+            parts.append(f"deleted_rows={info.deleted_rows}")
         if self.storage_options:
             parts.append("storage_options=<hidden>")
         return f"ScanTask({', '.join(parts)})"
@@ -190,6 +235,16 @@ class ChangeTask:
 
     __slots__ = ("storage_options", "table_uri", "task")
 
+    @property
+    def info(self) -> ChangeTaskInfo:
+        """The task's description, typed (read from its JSON by the Rust core)."""
+        return ChangeTaskInfo(self.task)
+
+    @property
+    def paths(self) -> list[str]:
+        """The data files whose rows the task may replace."""
+        return self.info.paths
+
     def __init__(
         self, table_uri: str, task: str, storage_options: dict[str, str] | None = None
     ) -> None:
@@ -209,9 +264,53 @@ class ChangeTask:
         return (ChangeTask, (self.table_uri, self.task, self.storage_options))
 
     def __repr__(self) -> str:
-        files = len(_json.loads(self.task)["targets"])
+        files = len(self.paths)
         hidden = ", storage_options=<hidden>" if self.storage_options else ""
         return f"ChangeTask({self.table_uri!r}, files={files}{hidden})"
+
+
+class CompactTask:
+    """One bin of files of an OPTIMIZE or PURGE (``DeltaTable.compact_tasks``), for
+    distributed runners (``deltadv.spark``): :meth:`rewrite` writes the bin's files
+    anew and returns the new files' add actions (JSON) for
+    :meth:`DeltaTable.commit_compaction`. Picklable; needs no log replay. Storage
+    options are pickled with it but never shown in its repr."""
+
+    __slots__ = ("json", "storage_options", "table_uri")
+
+    def __init__(
+        self, table_uri: str, json: str, storage_options: dict[str, str] | None = None
+    ) -> None:
+        self.table_uri = table_uri
+        self.json = json
+        self.storage_options = dict(storage_options or {})
+
+    @property
+    def info(self) -> CompactTaskInfo:
+        """The bin's description, typed (read from its JSON by the Rust core)."""
+        return CompactTaskInfo(self.json)
+
+    @property
+    def paths(self) -> list[str]:
+        """The files the bin rewrites."""
+        return self.info.paths
+
+    @property
+    def size(self) -> int:
+        """Their size in bytes, together."""
+        return self.info.size
+
+    def rewrite(self) -> str:
+        """Rewrite the bin (deleted rows dropped); the new files' add actions (JSON).
+        On a failure, the files written are removed."""
+        return rewrite_compact_task(self.table_uri, self.storage_options, self.json)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CompactTask, (self.table_uri, self.json, self.storage_options))
+
+    def __repr__(self) -> str:
+        hidden = ", storage_options=<hidden>" if self.storage_options else ""
+        return f"CompactTask({self.table_uri!r}, files={len(self.paths)}{hidden})"
 
 
 class DeltaTable:
@@ -230,7 +329,11 @@ class DeltaTable:
         version: int | None = None,
         storage_options: dict[str, str] | None = None,
     ) -> None:
-        self._raw = RawDeltaTable(str(table_uri), version, storage_options)
+        check_arg("table_uri", table_uri, (str, os.PathLike))
+        check_arg("version", version, int, optional=True)
+        check_arg("storage_options", storage_options, Mapping, optional=True)
+        options = None if storage_options is None else dict(storage_options)
+        self._raw = RawDeltaTable(str(table_uri), version, options)
 
     @property
     def table_uri(self) -> str:
@@ -305,6 +408,7 @@ class DeltaTable:
         missing data file, a corrupt DV) are raised as deltadv's typed
         exceptions by the read that meets them.
         """
+        check_str_list("columns", columns)
         sql, tree = _filter_args(filter)
         return _reader(self._raw.scan(columns, sql, False, tree, _prefetch(prefetch_files)))
 
@@ -341,8 +445,24 @@ class DeltaTable:
         caller applies it to the rows, as Spark does; predicates that do not bind
         are then ignored instead of raising. ``with_metadata`` adds each row's
         ``_row_index`` (physical index in its file) and ``_file_path`` columns."""
+        check_str_list("columns", columns)
+        check_args(
+            {
+                "filter_rows": (filter_rows, bool, False),
+                "split_size": (split_size, int, True),
+                "with_metadata": (with_metadata, bool, False),
+            },
+            where="scan_tasks",
+        )
         sql, tree = _filter_args(filter)
-        tasks = self._raw.scan_tasks(columns, sql, filter_rows, split_size, with_metadata, tree)
+        tasks = self._raw.scan_tasks(
+            columns=columns,
+            filter=sql,
+            filter_json=tree,
+            filter_rows=filter_rows,
+            split_size=split_size,
+            with_metadata=with_metadata,
+        )
         options = self._raw.storage_options
         return [ScanTask(t, options, size) for t, size in tasks]
 
@@ -494,10 +614,10 @@ class DeltaTable:
             return self._raw.update(
                 list(updates.items()),
                 predicate,
-                allow_copy_on_write,
-                inline_threshold,
-                dv_file_target_size,
-                target_file_size,
+                allow_copy_on_write=allow_copy_on_write,
+                inline_threshold=inline_threshold,
+                dv_file_target_size=dv_file_target_size,
+                target_file_size=target_file_size,
             )
         return self._update_with_pyarrow(
             updates,
@@ -619,10 +739,18 @@ class DeltaTable:
         ``update_all``/``insert_all`` clause writes them (else they are ignored);
         not yet on column-mapped tables.
         """
-        from deltadv.merge import TableMerger
-
+        check_args(
+            {
+                "predicate": (predicate, str, False),
+                "source_alias": (source_alias, str, True),
+                "target_alias": (target_alias, str, True),
+                "merge_schema": (merge_schema, bool, False),
+            },
+            where="merge",
+        )
         return TableMerger(
-            self,
+            self._run_merge,
+            self.table_uri,
             source,
             predicate,
             source_alias or "source",
@@ -637,27 +765,23 @@ class DeltaTable:
             },
         )
 
-    def _raw_merge(
+    def _run_merge(
         self,
         source: Any,
         predicate: str,
-        clauses: list[tuple[str, str, str | None, list[tuple[str, str]]]],
+        clauses: list[Clause],
         source_alias: str,
         target_alias: str,
         options: dict[str, Any],
     ) -> dict[str, Any]:
+        """Run a MERGE :class:`TableMerger` built (its runner)."""
         return self._raw.merge(
             source,
             predicate,
             clauses,
-            source_alias,
-            target_alias,
-            options["allow_copy_on_write"],
-            options["inline_threshold"],
-            options["dv_file_target_size"],
-            options["target_file_size"],
-            options["source_chunk_bytes"],
-            options["merge_schema"],
+            source_alias=source_alias,
+            target_alias=target_alias,
+            **options,
         )
 
     def change_task(
@@ -678,11 +802,11 @@ class DeltaTable:
         (MERGE schema evolution; pass the same to :meth:`commit_changes`)."""
         task = self._raw.change_task(
             list(paths),
-            allow_copy_on_write,
-            inline_threshold,
-            dv_file_target_size,
-            target_file_size,
-            _schema_bytes(new_columns),
+            allow_copy_on_write=allow_copy_on_write,
+            inline_threshold=inline_threshold,
+            dv_file_target_size=dv_file_target_size,
+            target_file_size=target_file_size,
+            new_columns=_schema_bytes(new_columns),
         )
         return ChangeTask(self.table_uri, task, self._raw.storage_options)
 
@@ -713,12 +837,12 @@ class DeltaTable:
         return self._raw.commit_changes(
             operation,
             list(prepared),
-            _json.dumps(params),
-            _json.dumps({k: str(v) for k, v in (extra_metrics or {}).items()}),
-            None if read_files is None else list(read_files),
-            allow_copy_on_write,
-            inline_threshold,
-            _schema_bytes(new_columns),
+            parameters=_json.dumps(params),
+            extra_metrics=_json.dumps({k: str(v) for k, v in (extra_metrics or {}).items()}),
+            read_files=None if read_files is None else list(read_files),
+            allow_copy_on_write=allow_copy_on_write,
+            inline_threshold=inline_threshold,
+            new_columns=_schema_bytes(new_columns),
         )
 
     def purge(
@@ -769,15 +893,16 @@ class DeltaTable:
         (JSON, one per bin of files), for distributed runners: each task is run
         with :func:`deltadv.table.rewrite_compact_task` and the results committed
         with :meth:`commit_compaction`."""
-        where = _partition_sql(partition_filters)
-        return self._raw.compact_plan(mode, target_size, max_deleted_rows_ratio, where)
+        sql, tree = _partition_filter(partition_filters)
+        return self._raw.compact_plan(mode, target_size, max_deleted_rows_ratio, sql, tree)
 
     def commit_compaction(
         self, plan: str, results: list[str], partition_filters: PartitionFilters | None = None
     ) -> dict[str, Any]:
         """Commit a compaction planned on this version (see :meth:`compact_tasks`);
         on a failure the files the tasks wrote are removed."""
-        return self._raw.commit_compaction(plan, results, _partition_sql(partition_filters))
+        sql, tree = _partition_filter(partition_filters)
+        return self._raw.commit_compaction(plan, results, sql, tree)
 
     def abort_compaction(self, results: list[str]) -> None:
         """Remove the files compaction tasks wrote, for a compaction given up."""
@@ -940,7 +1065,10 @@ class DeltaTable:
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """commitInfo of each commit, newest first (as deltalake's ``history``), with
         ``version``, ``timestamp`` (commitInfo's, else the commit file's modification
-        time) and ``commitFileModificationTime`` (milliseconds)."""
+        time), ``commitFileModificationTime`` and ``commitTimestamp`` (Delta Spark's
+        commit time: the in-commit timestamp, else the file time made monotonic),
+        in milliseconds."""
+        check_arg("limit", limit, int, optional=True)
         return self._raw.history(limit)
 
     def load_as_version(self, version: int | datetime | str) -> None:
@@ -1012,16 +1140,26 @@ class DeltaTable:
                 raise TypeError(f"{name} must be an int, not {value!r}")
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0, not {value}")
+        check_str_list("columns", columns)
+        check_arg("predicate", predicate, str, optional=True)
         schema, tasks = self._raw.cdf_tasks(
-            starting_version,
-            ending_version,
-            None if starting_timestamp is None else _millis(starting_timestamp),
-            None if ending_timestamp is None else _millis(ending_timestamp),
-            columns,
-            predicate,
+            starting_version=starting_version,
+            ending_version=ending_version,
+            starting_timestamp=None if starting_timestamp is None else _millis(starting_timestamp),
+            ending_timestamp=None if ending_timestamp is None else _millis(ending_timestamp),
+            columns=columns,
+            filter=predicate,
         )
         options = self._raw.storage_options
         return pa.schema(schema), [ScanTask(t, options) for t in tasks]
+
+    def enable_deletion_vectors(self) -> int:
+        """Turn deletion vectors on for the latest version (protocol feature and
+        ``delta.enableDeletionVectors=true``, one commit; see
+        :func:`deltadv.write.enable_deletion_vectors`); moves this object to the
+        new version and returns it."""
+        self.update_incremental()
+        return self._raw.enable_deletion_vectors()
 
     def update_incremental(self) -> None:
         """Reload at the latest version."""
@@ -1042,39 +1180,18 @@ class DeltaTable:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
 
 
-def _partition_sql(filters: PartitionFilters | None) -> str | None:
-    """Partition filters as SQL: text as it is, deltalake's tuples ANDed."""
+def _partition_filter(filters: PartitionFilters | None) -> tuple[str | None, str | None]:
+    """Partition filters as the native calls take them: (SQL text, tree JSON);
+    deltalake's tuples go as one expression tree (:mod:`deltadv.expressions`)."""
     if filters is None or isinstance(filters, str):
-        return filters
-    parts = []
-    for item in filters:
-        if not (isinstance(item, tuple | list) and len(item) == 3):
-            raise ValueError(
-                f"a partition filter is (column, op, value), e.g. ('part', '=', 'a'); not {item!r}"
-            )
-        column, op, value = item
-        op = str(op).strip().lower()
-        name = f"`{column}`"
-        if op in ("in", "not in"):
-            if isinstance(value, str) or not isinstance(value, Sequence):
-                raise ValueError(f"{op!r} takes a list of values, not {value!r}")
-            values = ", ".join(_sql_literal(v) for v in value)
-            parts.append(f"{name} {op.upper()} ({values})")
-        elif op in ("=", "!=", "<", "<=", ">", ">="):
-            parts.append(f"{name} {op} {_sql_literal(value)}")
-        else:
-            raise ValueError(f"unknown partition filter operator {op!r}")
-    return " AND ".join(parts) if parts else None
-
-
-def _sql_literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float):
-        return repr(value)
-    return "'" + str(value).replace("'", "''") + "'"
+        return filters, None
+    if not isinstance(filters, Sequence):
+        raise TypeError(
+            "partition_filters must be str | list of (column, op, value) tuples, "
+            f"not {type(filters).__name__}: {filters!r}"
+        )
+    tree = partition_filter_tree(filters)
+    return None, None if tree is None else _json.dumps(tree, allow_nan=False)
 
 
 def _millis(when: datetime | str) -> int:

@@ -71,13 +71,13 @@ def write_table(
         table_uri,
         dict(storage_options or {}),
         _stream(data, None),
-        mode,
-        list(partition_by or []),
-        dict(configuration or {}),
-        enable_deletion_vectors,
-        target_file_size,
-        rows_per_file,
-        row_group_rows,
+        mode=mode,
+        partition_by=list(partition_by or []),
+        configuration=dict(configuration or {}),
+        enable_deletion_vectors=enable_deletion_vectors,
+        target_file_size=target_file_size,
+        rows_per_file=rows_per_file,
+        row_group_rows=row_group_rows,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 
@@ -110,14 +110,14 @@ def write_files(
         table_uri,
         dict(storage_options or {}),
         _stream(data, schema),
-        mode,
-        _schema_ipc(schema),
-        list(partition_by or []),
-        dict(configuration or {}),
-        enable_deletion_vectors,
-        target_file_size,
-        rows_per_file,
-        row_group_rows,
+        mode=mode,
+        schema_ipc=_schema_ipc(schema),
+        partition_by=list(partition_by or []),
+        configuration=dict(configuration or {}),
+        enable_deletion_vectors=enable_deletion_vectors,
+        target_file_size=target_file_size,
+        rows_per_file=rows_per_file,
+        row_group_rows=row_group_rows,
     )
     return [json.loads(a) for a in adds]
 
@@ -143,11 +143,11 @@ def commit_files(
         table_uri,
         dict(storage_options or {}),
         [json.dumps(a) for a in adds],
-        mode,
-        _schema_ipc(schema),
-        list(partition_by or []),
-        dict(configuration or {}),
-        enable_deletion_vectors,
+        mode=mode,
+        schema_ipc=_schema_ipc(schema),
+        partition_by=list(partition_by or []),
+        configuration=dict(configuration or {}),
+        enable_deletion_vectors=enable_deletion_vectors,
     )
 
 
@@ -180,5 +180,4 @@ def enable_deletion_vectors(table: DeltaTable) -> int:
     feature (keeping the features its old versions implied) and set
     ``delta.enableDeletionVectors=true``, as one commit. Returns the new version;
     a no-op (returns the current version) if DVs are already enabled."""
-    table.update_incremental()
-    return table._raw.enable_deletion_vectors()
+    return table.enable_deletion_vectors()

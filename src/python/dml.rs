@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::to_py;
 use crate::io::{block_on, TableStore};
@@ -13,29 +13,7 @@ use crate::table::snapshot::Snapshot;
 use crate::write::changes::{
     self as dml, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges,
 };
-use crate::write::delete::DeleteOptions;
 use crate::write::merge::{MergeClause, MergeSpec};
-
-pub(super) fn options(
-    allow_copy_on_write: bool,
-    inline_threshold: usize,
-    dv_file_target_size: usize,
-    target_file_size: usize,
-) -> DmlOptions {
-    DmlOptions {
-        delete: DeleteOptions {
-            inline_threshold,
-            allow_copy_on_write,
-            dv_file_target_size,
-            ..Default::default()
-        },
-        writer: crate::write::data::WriterOptions {
-            target_file_size,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
 
 fn json_error(context: &str) -> impl Fn(serde_json::Error) -> crate::Error + '_ {
     move |source| crate::Error::Json {
@@ -58,15 +36,7 @@ pub(super) fn merge_spec(
     let clauses = clauses
         .into_iter()
         .map(|(kind, action, condition, assignments)| {
-            let clause = json!({
-                "kind": kind,
-                "action": action,
-                "condition": condition,
-                "assignments": assignments,
-            });
-            serde_json::from_value::<MergeClause>(clause).map_err(|e| {
-                crate::Error::InvalidArgument(format!("MERGE clause ({kind}, {action}): {e}"))
-            })
+            MergeClause::from_names(&kind, &action, condition, assignments)
         })
         .collect::<crate::Result<Vec<_>>>()?;
     Ok(MergeSpec {
@@ -140,20 +110,6 @@ pub(super) fn commit(
     block_on(dml::commit_changes(snapshot, operation, prepared, &options))?
 }
 
-/// `numUpdatedRows` → `num_updated_rows`.
-pub(super) fn snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", m.version)?;
@@ -165,11 +121,11 @@ pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bou
             _ => None,
         };
         match value {
-            Some(n) => d.set_item(snake(k), n)?,
-            None => d.set_item(snake(k), v.to_string())?,
+            Some(n) => d.set_item(super::convert::snake(k), n)?,
+            None => d.set_item(super::convert::snake(k), v.to_string())?,
         }
     }
-    super::table::set_outcome(
+    super::convert::set_outcome(
         &d,
         m.attempts,
         m.rebases,

@@ -8,7 +8,7 @@ use pyo3::types::PyDict;
 
 use super::to_py;
 use crate::io::{block_on, TableStore};
-use crate::write::optimize::{self, CompactMetrics, CompactMode, CompactOptions, CompactPlan};
+use crate::write::optimize::{self, CompactMetrics, CompactMode, CompactPlan};
 
 /// `"purge"` or `"optimize"`.
 pub(super) fn mode_of(mode: &str) -> PyResult<CompactMode> {
@@ -21,17 +21,15 @@ pub(super) fn mode_of(mode: &str) -> PyResult<CompactMode> {
     }
 }
 
-pub(super) fn options(
-    target_size: Option<u64>,
-    max_deleted_rows_ratio: f64,
-    partition_filter: Option<String>,
-) -> CompactOptions {
-    CompactOptions {
-        target_size,
-        max_deleted_rows_ratio,
-        partition_filter,
-        ..Default::default()
-    }
+/// A compaction's partition filter from SQL text or an expression tree's
+/// JSON (not both), as the text the plan binds and the commit records.
+pub(super) fn partition_filter(
+    sql: Option<String>,
+    json: Option<String>,
+) -> PyResult<Option<String>> {
+    Ok(super::options::filter_of(sql, json)
+        .map_err(super::to_py)?
+        .map(|f| f.to_string()))
 }
 
 pub(super) fn plan_from_json(text: &str) -> crate::Result<CompactPlan> {
@@ -56,8 +54,8 @@ pub(super) fn metrics_dict<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", m.version)?;
-    set_metrics(&d, &m.operation_metrics)?;
-    super::table::set_outcome(
+    super::convert::set_metrics(&d, &m.operation_metrics)?;
+    super::convert::set_outcome(
         &d,
         m.attempts,
         0,
@@ -65,18 +63,6 @@ pub(super) fn metrics_dict<'py>(
         m.checkpoint_error.as_deref(),
     )?;
     Ok(d)
-}
-
-/// Delta's operationMetrics (string values) into `d`, in snake_case, as integers.
-pub(super) fn set_metrics(
-    d: &Bound<'_, PyDict>,
-    metrics: &serde_json::Map<String, serde_json::Value>,
-) -> PyResult<()> {
-    for (k, v) in metrics {
-        let value: Option<i64> = v.as_str().and_then(|s| s.parse().ok());
-        d.set_item(super::dml::snake(k), value)?;
-    }
-    Ok(())
 }
 
 /// Executor side of a compaction: rewrite one bin (`task`, from

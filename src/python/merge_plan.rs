@@ -12,8 +12,7 @@ use crate::write::merge::{
     MergeTimes, DUPLICATE_MATCH_ERROR,
 };
 
-/// A MERGE clause from Python: (kind, action, condition, assignments).
-type ClauseTuple = (String, String, Option<String>, Vec<(String, String)>);
+use super::dml::ClauseTuple;
 
 /// An assigned column from Python's view: (target column, source column for
 /// `UPDATE SET *` / `INSERT *`, value text).

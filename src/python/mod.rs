@@ -10,11 +10,14 @@ use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 use std::sync::{Arc, OnceLock};
 
+mod convert;
 mod dml;
 mod maintain;
 mod merge_plan;
+mod options;
 mod stream;
 mod table;
+mod tasks;
 mod write;
 
 use crate::codec::z85;
@@ -672,8 +675,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeletionVectorDescriptor>()?;
     m.add_class::<RowIterator>()?;
     m.add_class::<table::RawDeltaTable>()?;
-    m.add_class::<table::ArrowStream>()?;
-    m.add_class::<table::ArrowSchema>()?;
+    m.add_class::<stream::ArrowStream>()?;
+    m.add_class::<stream::ArrowSchema>()?;
+    m.add_class::<tasks::ScanTaskInfo>()?;
+    m.add_class::<tasks::ChangeTaskInfo>()?;
+    m.add_class::<tasks::CompactTaskInfo>()?;
     m.add_class::<stream::BatchReader>()?;
     m.add_class::<stream::ArrowBatch>()?;
     m.add_class::<merge_plan::MergePlan>()?;
@@ -681,15 +687,40 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_fault_points, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;
-    m.add_function(wrap_pyfunction!(table::prepare_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::prepare_delete, m)?)?;
     m.add_function(wrap_pyfunction!(dml::prepare_changes, m)?)?;
     m.add_function(wrap_pyfunction!(maintain::rewrite_compact_task, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
     m.add_function(wrap_pyfunction!(write::write_files, m)?)?;
     m.add_function(wrap_pyfunction!(write::commit_files, m)?)?;
-    m.add_function(wrap_pyfunction!(table::read_scan_task, m)?)?;
-    m.add_function(wrap_pyfunction!(table::scan_task_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::read_scan_task, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ENGINE_INFO", crate::write::ENGINE_INFO)?;
+    // Defaults Python's signatures show: one definition each, in Rust.
+    m.add(
+        "DV_FILE_TARGET_SIZE",
+        crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE,
+    )?;
+    m.add(
+        "TARGET_FILE_SIZE",
+        crate::write::data::DEFAULT_TARGET_FILE_SIZE,
+    )?;
+    m.add(
+        "SOURCE_CHUNK_BYTES",
+        crate::write::merge::DEFAULT_SOURCE_CHUNK_BYTES,
+    )?;
+    m.add(
+        "MAX_DELETED_ROWS_RATIO",
+        crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO,
+    )?;
+    m.add(
+        "COMPACT_TARGET_SIZE",
+        crate::write::optimize::DEFAULT_TARGET_SIZE,
+    )?;
+    m.add(
+        "DEFAULT_PREFETCH_FILES",
+        crate::scan::DEFAULT_PREFETCH_FILES,
+    )?;
     Ok(())
 }

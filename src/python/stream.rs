@@ -1,4 +1,8 @@
-//! A scan as a Python stream of Arrow batches, decoded as they are pulled.
+//! Arrow across the boundary (the Arrow PyCapsule interface): a scan as a
+//! Python stream of batches decoded as they are pulled (`BatchReader`), one
+//! batch (`ArrowBatch`), batches exported once (`ArrowStream`) and a schema
+//! (`ArrowSchema`). The other binding modules use these; this one uses none
+//! of them.
 //!
 //! `BatchReader` is both a Python iterator (each `next` decodes one batch
 //! with the GIL released and raises deltadv's typed errors) and an Arrow
@@ -9,19 +13,91 @@ use std::sync::{Arc, Mutex};
 
 use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{Array, RecordBatch, RecordBatchReader, StructArray};
+use arrow_array::{Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, SchemaRef};
 use futures::StreamExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use super::table::{schema_capsule, ArrowSchema, SCHEMA_NAME, STREAM_NAME};
 use super::to_py;
 use crate::io::block_on;
 use crate::scan::BatchStream;
 
 const ARRAY_NAME: &CStr = c"arrow_array";
+const STREAM_NAME: &CStr = c"arrow_array_stream";
+const SCHEMA_NAME: &CStr = c"arrow_schema";
+
+/// Record batches exported once through `__arrow_c_stream__`.
+#[pyclass(module = "deltadv._core")]
+pub struct ArrowStream {
+    schema: SchemaRef,
+    batches: Mutex<Option<Vec<RecordBatch>>>,
+}
+
+impl ArrowStream {
+    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        ArrowStream {
+            schema,
+            batches: Mutex::new(Some(batches)),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// Arrow PyCapsule interface: hand the batches over (once).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches = self
+            .batches
+            .lock()
+            .ok()
+            .and_then(|mut g| g.take())
+            .ok_or_else(|| PyValueError::new_err("this Arrow stream was already consumed"))?;
+        let reader = RecordBatchIterator::new(
+            batches.into_iter().map(Ok::<_, ArrowError>),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, STREAM_NAME)
+    }
+
+    /// Arrow PyCapsule interface for the schema.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+}
+
+fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)
+}
+
+/// An Arrow schema exported through `__arrow_c_schema__`.
+#[pyclass(module = "deltadv._core", frozen)]
+pub struct ArrowSchema {
+    schema: SchemaRef,
+}
+
+impl ArrowSchema {
+    pub fn new(schema: SchemaRef) -> Self {
+        ArrowSchema { schema }
+    }
+}
+
+#[pymethods]
+impl ArrowSchema {
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+}
 
 /// Record batches decoded one at a time from a scan (one consumer, once).
 #[pyclass(module = "deltadv._core")]

@@ -1,98 +1,20 @@
-//! Bindings for snapshots: `RawDeltaTable` (wrapped by `deltadv.DeltaTable` in
-//! Python) and Arrow export through the PyCapsule interface.
+//! `RawDeltaTable`, the native half of `deltadv.DeltaTable`: one method per
+//! table operation, each converting its arguments (long option lists come as
+//! `**options`, see [`super::options`]), releasing the GIL around the work in
+//! the pure modules and converting the result.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arrow::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{RecordBatch, RecordBatchIterator};
-use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::{ArrowError, SchemaRef};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::PyDict;
 
+use super::convert::{delete_metrics, json_to_py, set_outcome};
+use super::options::{CdfArgs, DmlArgs, ScanArgs};
+use super::stream::{ArrowSchema, ArrowStream, BatchReader};
 use super::{rows_from_object, to_py, DeletionVector};
 use crate::io::{block_on, TableStore};
 use crate::table::snapshot::Snapshot;
-
-pub(super) const STREAM_NAME: &CStr = c"arrow_array_stream";
-pub(super) const SCHEMA_NAME: &CStr = c"arrow_schema";
-
-/// Record batches exported once through `__arrow_c_stream__`.
-#[pyclass(module = "deltadv._core")]
-pub struct ArrowStream {
-    schema: SchemaRef,
-    batches: Mutex<Option<Vec<RecordBatch>>>,
-}
-
-impl ArrowStream {
-    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
-        ArrowStream {
-            schema,
-            batches: Mutex::new(Some(batches)),
-        }
-    }
-}
-
-#[pymethods]
-impl ArrowStream {
-    /// Arrow PyCapsule interface: hand the batches over (once).
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema;
-        let batches = self
-            .batches
-            .lock()
-            .ok()
-            .and_then(|mut g| g.take())
-            .ok_or_else(|| PyValueError::new_err("this Arrow stream was already consumed"))?;
-        let reader = RecordBatchIterator::new(
-            batches.into_iter().map(Ok::<_, ArrowError>),
-            self.schema.clone(),
-        );
-        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
-        PyCapsule::new_with_value(py, stream, STREAM_NAME)
-    }
-
-    /// Arrow PyCapsule interface for the schema.
-    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        schema_capsule(py, &self.schema)
-    }
-}
-
-pub(super) fn schema_capsule<'py>(
-    py: Python<'py>,
-    schema: &SchemaRef,
-) -> PyResult<Bound<'py, PyCapsule>> {
-    let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    PyCapsule::new_with_value(py, ffi, SCHEMA_NAME)
-}
-
-/// An Arrow schema exported through `__arrow_c_schema__`.
-#[pyclass(module = "deltadv._core", frozen)]
-pub struct ArrowSchema {
-    schema: SchemaRef,
-}
-
-impl ArrowSchema {
-    pub fn new(schema: SchemaRef) -> Self {
-        ArrowSchema { schema }
-    }
-}
-
-#[pymethods]
-impl ArrowSchema {
-    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        schema_capsule(py, &self.schema)
-    }
-}
 
 /// A table at one version (the native half of `deltadv.DeltaTable`).
 #[pyclass(module = "deltadv._core")]
@@ -101,11 +23,6 @@ pub struct RawDeltaTable {
     options: HashMap<String, String>,
     store: TableStore,
     snapshot: Arc<Snapshot>,
-}
-
-fn json_to_py<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
-    let text = serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.import("json")?.call_method1("loads", (text,))
 }
 
 #[pymethods]
@@ -150,9 +67,7 @@ impl RawDeltaTable {
 
     fn arrow_schema(&self) -> PyResult<ArrowSchema> {
         let schema = self.snapshot.arrow_schema().map_err(to_py)?;
-        Ok(ArrowSchema {
-            schema: Arc::new(schema),
-        })
+        Ok(ArrowSchema::new(Arc::new(schema)))
     }
 
     fn schema_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -233,28 +148,21 @@ impl RawDeltaTable {
         Ok(())
     }
 
-    /// Scan tasks (JSON strings): one per live file the filter cannot rule
-    /// out, or several per file larger than `split_size` bytes. The filter is
-    /// SQL text (`filter`) or an expression tree's JSON (`filter_json`).
-    #[pyo3(signature = (columns=None, filter=None, filter_rows=true, split_size=None, with_metadata=false, filter_json=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Scan tasks (JSON strings) and the bytes each reads: one per live
+    /// file the filter cannot rule out, or several per file larger than
+    /// `split_size` bytes. Options (keywords): `columns`, `filter` (SQL
+    /// text) or `filter_json` (an expression tree's JSON), `filter_rows`,
+    /// `split_size`, `with_metadata`.
+    #[pyo3(signature = (**options))]
     fn scan_tasks(
         &self,
         py: Python<'_>,
-        columns: Option<Vec<String>>,
-        filter: Option<String>,
-        filter_rows: bool,
-        split_size: Option<u64>,
-        with_metadata: bool,
-        filter_json: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<(String, u64)>> {
-        let options = crate::scan::task::TaskOptions {
-            columns,
-            filter: filter_of(filter, filter_json).map_err(to_py)?,
-            filter_rows,
-            split_size,
-            with_metadata,
-        };
+        let options = ScanArgs::from_kwargs("scan_tasks", options)?
+            .task_options()
+            .map_err(to_py)?;
+        let split_size = options.split_size;
         py.detach(|| {
             block_on(crate::scan::task::plan_tasks(
                 &self.snapshot,
@@ -272,26 +180,15 @@ impl RawDeltaTable {
     /// Change data feed tasks (JSON strings) of a version range, and the
     /// schema their rows have: the table's columns, then `_change_type`,
     /// `_commit_version`, `_commit_timestamp`. Timestamps in ms.
-    #[pyo3(signature = (starting_version=None, ending_version=None, starting_timestamp=None, ending_timestamp=None, columns=None, filter=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Options (keywords): `starting_version`, `ending_version`,
+    /// `starting_timestamp`, `ending_timestamp`, `columns`, `filter`.
+    #[pyo3(signature = (**options))]
     fn cdf_tasks(
         &self,
         py: Python<'_>,
-        starting_version: Option<u64>,
-        ending_version: Option<u64>,
-        starting_timestamp: Option<i64>,
-        ending_timestamp: Option<i64>,
-        columns: Option<Vec<String>>,
-        filter: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<(ArrowSchema, Vec<String>)> {
-        let options = crate::scan::cdf::ChangeOptions {
-            starting_version,
-            ending_version,
-            starting_timestamp,
-            ending_timestamp,
-            columns,
-            filter: filter.map(crate::expr::Filter::Sql),
-        };
+        let options = CdfArgs::from_kwargs("cdf_tasks", options)?.change_options();
         py.detach(|| -> crate::Result<_> {
             let plan = block_on(crate::scan::cdf::plan_changes(
                 &self.store,
@@ -304,12 +201,7 @@ impl RawDeltaTable {
                 .iter()
                 .map(crate::scan::task::ScanTask::to_json)
                 .collect::<crate::Result<Vec<_>>>()?;
-            Ok((
-                ArrowSchema {
-                    schema: plan.schema,
-                },
-                tasks,
-            ))
+            Ok((ArrowSchema::new(plan.schema), tasks))
         })
         .map_err(to_py)
     }
@@ -327,8 +219,8 @@ impl RawDeltaTable {
         with_metadata: bool,
         filter_json: Option<String>,
         prefetch_files: usize,
-    ) -> PyResult<super::stream::BatchReader> {
-        let filter = filter_of(filter, filter_json).map_err(to_py)?;
+    ) -> PyResult<BatchReader> {
+        let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
         let (schema, stream) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
@@ -352,13 +244,15 @@ impl RawDeltaTable {
                 Ok((schema, stream))
             })
             .map_err(to_py)?;
-        Ok(super::stream::BatchReader::new(schema, stream))
+        Ok(BatchReader::new(schema, stream))
     }
 
     /// Plan a REORG PURGE (`mode="purge"`) or OPTIMIZE (`"optimize"`) of
     /// the loaded version: the plan's JSON, and one rewrite task (JSON) per
     /// bin for `rewrite_compact_task`.
-    #[pyo3(signature = (mode, target_size=None, max_deleted_rows_ratio=crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO, partition_filter=None))]
+    /// The partition filter is SQL text (`partition_filter`) or an
+    /// expression tree's JSON (`partition_filter_json`).
+    #[pyo3(signature = (mode, target_size=None, max_deleted_rows_ratio=crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO, partition_filter=None, partition_filter_json=None))]
     fn compact_plan(
         &self,
         py: Python<'_>,
@@ -366,10 +260,17 @@ impl RawDeltaTable {
         target_size: Option<u64>,
         max_deleted_rows_ratio: f64,
         partition_filter: Option<String>,
+        partition_filter_json: Option<String>,
     ) -> PyResult<(String, Vec<String>)> {
         let mode = super::maintain::mode_of(mode)?;
-        let options =
-            super::maintain::options(target_size, max_deleted_rows_ratio, partition_filter);
+        let partition_filter =
+            super::maintain::partition_filter(partition_filter, partition_filter_json)?;
+        let options = crate::write::optimize::CompactOptions {
+            target_size,
+            max_deleted_rows_ratio,
+            partition_filter,
+            ..Default::default()
+        };
         py.detach(|| -> crate::Result<_> {
             let plan = crate::write::optimize::plan(&self.snapshot, mode, &options)?;
             let tasks = plan
@@ -384,14 +285,17 @@ impl RawDeltaTable {
 
     /// Commit a compaction planned on the loaded version, whose tasks
     /// returned `results` (JSON lists of add actions); its metrics; reloads.
-    #[pyo3(signature = (plan, results, partition_filter=None))]
+    #[pyo3(signature = (plan, results, partition_filter=None, partition_filter_json=None))]
     fn commit_compaction<'py>(
         &mut self,
         py: Python<'py>,
         plan: &str,
         results: Vec<String>,
         partition_filter: Option<String>,
+        partition_filter_json: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let partition_filter =
+            super::maintain::partition_filter(partition_filter, partition_filter_json)?;
         let snapshot = self.snapshot.clone();
         let metrics = py
             .detach(|| -> crate::Result<_> {
@@ -498,7 +402,7 @@ impl RawDeltaTable {
         let d = PyDict::new(py);
         d.set_item("version", m.version)?;
         d.set_item("restored_version", m.restored_version)?;
-        super::maintain::set_metrics(&d, &m.operation_metrics)?;
+        super::convert::set_metrics(&d, &m.operation_metrics)?;
         set_outcome(
             &d,
             m.attempts,
@@ -674,24 +578,17 @@ impl RawDeltaTable {
 
     /// UPDATE … SET column = value (SQL values) WHERE predicate, in this
     /// process; the metrics (snake_case), and the table reloaded.
-    #[pyo3(signature = (updates, predicate=None, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE))]
-    #[allow(clippy::too_many_arguments)]
+    /// Options (keywords): `allow_copy_on_write`, `inline_threshold`,
+    /// `dv_file_target_size`, `target_file_size`.
+    #[pyo3(signature = (updates, predicate=None, **options))]
     fn update<'py>(
         &mut self,
         py: Python<'py>,
         updates: Vec<(String, String)>,
         predicate: Option<String>,
-        allow_copy_on_write: bool,
-        inline_threshold: usize,
-        dv_file_target_size: usize,
-        target_file_size: usize,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let options = super::dml::options(
-            allow_copy_on_write,
-            inline_threshold,
-            dv_file_target_size,
-            target_file_size,
-        );
+        let options = DmlArgs::from_kwargs("update", options)?.dml_options();
         let snapshot = self.snapshot.clone();
         let metrics = py
             .detach(|| {
@@ -710,36 +607,26 @@ impl RawDeltaTable {
     /// MERGE `source` (Arrow data with `__arrow_c_stream__`, streamed) into
     /// the table: `clauses` are (kind, action, condition, assignments) as
     /// in `deltadv.write.merge.MergeClause`'s serde names.
-    #[pyo3(signature = (source, predicate, clauses, source_alias, target_alias, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, source_chunk_bytes=crate::write::merge::DEFAULT_SOURCE_CHUNK_BYTES, merge_schema=false))]
-    #[allow(clippy::too_many_arguments)]
+    /// Options (keywords): those of `update`, `source_alias`,
+    /// `target_alias`, `source_chunk_bytes`, `merge_schema`.
+    #[pyo3(signature = (source, predicate, clauses, **options))]
     fn merge<'py>(
         &mut self,
         py: Python<'py>,
         source: &Bound<'py, PyAny>,
         predicate: String,
         clauses: Vec<super::dml::ClauseTuple>,
-        source_alias: String,
-        target_alias: String,
-        allow_copy_on_write: bool,
-        inline_threshold: usize,
-        dv_file_target_size: usize,
-        target_file_size: usize,
-        source_chunk_bytes: usize,
-        merge_schema: bool,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let options = super::dml::options(
-            allow_copy_on_write,
-            inline_threshold,
-            dv_file_target_size,
-            target_file_size,
-        );
+        let args = DmlArgs::from_kwargs("merge", options)?;
+        let options = args.dml_options();
         let spec = super::dml::merge_spec(
             predicate,
             clauses,
-            source_alias,
-            target_alias,
-            source_chunk_bytes,
-            merge_schema,
+            args.source_alias,
+            args.target_alias,
+            args.source_chunk_bytes,
+            args.merge_schema,
         )
         .map_err(to_py)?;
         let reader = super::write::stream_reader(source)?;
@@ -759,52 +646,49 @@ impl RawDeltaTable {
     /// touching rows of the files at `paths`.
     /// `new_columns`: an Arrow schema (IPC bytes) whose columns the table
     /// lacks are added (MERGE schema evolution): the task writes them.
-    #[pyo3(signature = (paths, allow_copy_on_write=false, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, new_columns=None))]
+    /// Options (keywords): those of `update`, `new_columns`.
+    #[pyo3(signature = (paths, **options))]
     fn change_task(
         &self,
         paths: Vec<String>,
-        allow_copy_on_write: bool,
-        inline_threshold: usize,
-        dv_file_target_size: usize,
-        target_file_size: usize,
-        new_columns: Option<&[u8]>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<String> {
-        let options = super::dml::options(
-            allow_copy_on_write,
-            inline_threshold,
-            dv_file_target_size,
-            target_file_size,
-        );
-        let options =
-            super::dml::with_new_columns(&self.snapshot, options, new_columns).map_err(to_py)?;
+        let args = DmlArgs::from_kwargs("change_task", options)?;
+        let options = super::dml::with_new_columns(
+            &self.snapshot,
+            args.dml_options(),
+            args.new_columns.as_deref(),
+        )
+        .map_err(to_py)?;
         super::dml::change_task(&self.snapshot, &paths, &options).map_err(to_py)
     }
 
     /// Commit what `prepare_changes` calls wrote (their JSON results) as one
     /// UPDATE or MERGE (`operation`); the metrics, and the table reloaded.
-    #[pyo3(signature = (operation, prepared, parameters=None, extra_metrics=None, read_files=None, allow_copy_on_write=false, inline_threshold=0, new_columns=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Options (keywords): `parameters` and `extra_metrics` (JSON objects),
+    /// `read_files`, `allow_copy_on_write`, `inline_threshold`, `new_columns`.
+    #[pyo3(signature = (operation, prepared, **options))]
     fn commit_changes<'py>(
         &mut self,
         py: Python<'py>,
         operation: &str,
         prepared: Vec<String>,
-        parameters: Option<String>,
-        extra_metrics: Option<String>,
-        read_files: Option<Vec<String>>,
-        allow_copy_on_write: bool,
-        inline_threshold: usize,
-        new_columns: Option<&[u8]>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let options = super::dml::options(
-            allow_copy_on_write,
-            inline_threshold,
-            crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE,
-            crate::write::data::DEFAULT_TARGET_FILE_SIZE,
-        );
-        let mut options =
-            super::dml::with_new_columns(&self.snapshot, options, new_columns).map_err(to_py)?;
-        options.read_files = read_files.map(|f| f.into_iter().collect());
+        let args = DmlArgs::from_kwargs("commit_changes", options)?;
+        // The task wrote the files: sizes are the defaults' here.
+        let dml = DmlArgs {
+            allow_copy_on_write: args.allow_copy_on_write,
+            inline_threshold: args.inline_threshold,
+            ..Default::default()
+        };
+        let mut options = super::dml::with_new_columns(
+            &self.snapshot,
+            dml.dml_options(),
+            args.new_columns.as_deref(),
+        )
+        .map_err(to_py)?;
+        options.read_files = args.read_files.map(|f| f.into_iter().collect());
         let snapshot = self.snapshot.clone();
         let metrics = py
             .detach(|| {
@@ -812,8 +696,8 @@ impl RawDeltaTable {
                     &snapshot,
                     operation,
                     &prepared,
-                    parameters.as_deref(),
-                    extra_metrics.as_deref(),
+                    args.parameters.as_deref(),
+                    args.extra_metrics.as_deref(),
                     options,
                 )
             })
@@ -899,19 +783,9 @@ impl RawDeltaTable {
         Ok(())
     }
 
-    /// The latest snapshot: the loaded one when no commit came after it (one
-    /// LIST of the log), else a fresh load.
+    /// The latest snapshot (see `crate::table::latest`).
     fn latest_snapshot(&self) -> crate::Result<Arc<Snapshot>> {
-        let version = self.snapshot.version();
-        let after = crate::log::path::LogPath::Commit(version).file_name();
-        let files = block_on(crate::table::snapshot::list_log(&self.store, Some(&after)))??;
-        if files.iter().any(|f| f.is_commit() && f.version > version) {
-            return Ok(Arc::new(block_on(Snapshot::load(
-                self.store.clone(),
-                None,
-            ))??));
-        }
-        Ok(self.snapshot.clone())
+        block_on(crate::table::latest::latest_snapshot(&self.snapshot))?
     }
 
     /// Reload after an UPDATE or MERGE; its metrics as a dict (Delta's
@@ -932,134 +806,6 @@ impl RawDeltaTable {
         m: &crate::write::delete::DeleteMetrics,
     ) -> PyResult<Bound<'py, PyDict>> {
         self.reload(py, m.version)?;
-        let d = PyDict::new(py);
-        d.set_item("version", m.version)?;
-        d.set_item("num_deleted_rows", m.num_deleted_rows)?;
-        d.set_item("num_deletion_vectors_added", m.num_deletion_vectors_added)?;
-        d.set_item(
-            "num_deletion_vectors_removed",
-            m.num_deletion_vectors_removed,
-        )?;
-        d.set_item(
-            "num_deletion_vectors_updated",
-            m.num_deletion_vectors_updated,
-        )?;
-        d.set_item("num_removed_files", m.num_removed_files)?;
-        d.set_item("num_added_files", m.num_added_files)?;
-        d.set_item("num_dv_files_written", m.num_dv_files_written)?;
-        d.set_item("num_copied_rows", m.num_copied_rows)?;
-        d.set_item("execution_time_ms", m.execution_time_ms)?;
-        set_outcome(
-            &d,
-            m.attempts,
-            m.rebases,
-            m.checkpointed,
-            m.checkpoint_error.as_deref(),
-        )?;
-        Ok(d)
-    }
-}
-
-/// How a commit went, in a write's metrics dict.
-pub(super) fn set_outcome(
-    d: &Bound<'_, PyDict>,
-    attempts: u32,
-    rebases: u32,
-    checkpointed: bool,
-    checkpoint_error: Option<&str>,
-) -> PyResult<()> {
-    d.set_item("attempts", attempts)?;
-    d.set_item("rebases", rebases)?;
-    d.set_item("checkpointed", checkpointed)?;
-    d.set_item("checkpoint_error", checkpoint_error)
-}
-
-/// Stream one scan task (its JSON) as Arrow batches, DVs applied, decoded as
-/// they are pulled. Runs on Spark executors: the process runtime is created
-/// here, after any fork.
-#[pyfunction]
-#[pyo3(signature = (task, storage_options=None))]
-pub fn read_scan_task(
-    py: Python<'_>,
-    task: &str,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<super::stream::BatchReader> {
-    let (schema, stream) = py
-        .detach(|| -> crate::Result<_> {
-            let task =
-                crate::scan::task::ScanTask::from_json(task, storage_options.unwrap_or_default())?;
-            let schema = task.output_schema()?;
-            let stream = block_on(task.stream())??;
-            Ok((schema, stream))
-        })
-        .map_err(to_py)?;
-    Ok(super::stream::BatchReader::new(schema, stream))
-}
-
-/// The Arrow schema a scan task returns.
-#[pyfunction]
-pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {
-    let task = crate::scan::task::ScanTask::from_json(task, HashMap::new()).map_err(to_py)?;
-    Ok(ArrowSchema {
-        schema: task.output_schema().map_err(to_py)?,
-    })
-}
-
-/// Executor side of a Spark DELETE: `items` are (add action JSON, rows to
-/// delete); writes one DV file for them and returns one JSON per changed file
-/// for `RawDeltaTable.commit_prepared` on the driver.
-#[pyfunction]
-#[pyo3(signature = (table_uri, storage_options, items, inline_threshold=0, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]
-pub fn prepare_delete(
-    py: Python<'_>,
-    table_uri: &str,
-    storage_options: HashMap<String, String>,
-    items: Vec<(String, Bound<'_, PyAny>)>,
-    inline_threshold: usize,
-    dv_file_target_size: usize,
-) -> PyResult<Vec<String>> {
-    let mut parsed = Vec::with_capacity(items.len());
-    for (add, rows) in &items {
-        let add: crate::log::actions::Add = serde_json::from_str(add)
-            .map_err(|e| PyValueError::new_err(format!("invalid add action JSON: {e}")))?;
-        parsed.push((add, rows_from_object(rows)?));
-    }
-    let options = crate::write::delete::DeleteOptions {
-        inline_threshold,
-        dv_file_target_size,
-        ..Default::default()
-    };
-    py.detach(|| -> crate::Result<Vec<String>> {
-        let store = TableStore::open(table_uri, &storage_options)?;
-        let prepared = block_on(crate::write::delete::prepare_files(
-            &store, parsed, &options,
-        ))??;
-        prepared
-            .iter()
-            .map(|p| {
-                serde_json::to_string(p).map_err(|source| crate::Error::Json {
-                    context: "prepared delete".into(),
-                    source,
-                })
-            })
-            .collect()
-    })
-    .map_err(to_py)
-}
-
-/// A scan filter from SQL text or an expression tree's JSON (not both).
-fn filter_of(
-    sql: Option<String>,
-    json: Option<String>,
-) -> crate::Result<Option<crate::expr::Filter>> {
-    match (sql, json) {
-        (None, None) => Ok(None),
-        (Some(text), None) => Ok(Some(crate::expr::Filter::Sql(text))),
-        (None, Some(json)) => Ok(Some(crate::expr::Filter::Expr(
-            crate::expr::Expr::from_json(&json)?,
-        ))),
-        (Some(_), Some(_)) => Err(crate::Error::InvalidArgument(
-            "give filter (SQL text) or filter_json (an expression tree), not both".into(),
-        )),
+        delete_metrics(py, m)
     }
 }

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use arrow::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyCapsuleMethods};
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
 
+use super::options::WriteArgs;
 use super::to_py;
 use crate::io::{block_on, TableStore};
 use crate::log::actions::Add;
 use crate::log::replay::normalize_path;
 use crate::log::schema::StructType;
-use crate::write::data::WriterOptions;
-use crate::write::files::{self, SaveMode, WriteOptions};
+use crate::write::files;
 
 /// A reader over `data`'s Arrow C stream (`__arrow_c_stream__`), taken over
 /// from the capsule (the capsule is left with a released stream).
@@ -51,56 +51,24 @@ pub(super) fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option
         .transpose()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn options(
-    mode: &str,
-    partition_by: Vec<String>,
-    configuration: HashMap<String, String>,
-    enable_deletion_vectors: bool,
-    target_file_size: usize,
-    rows_per_file: Option<usize>,
-    row_group_rows: Option<usize>,
-) -> PyResult<WriteOptions> {
-    Ok(WriteOptions {
-        mode: SaveMode::parse(mode).map_err(to_py)?,
-        partition_by,
-        configuration,
-        enable_deletion_vectors,
-        writer: WriterOptions {
-            target_file_size,
-            max_rows_per_file: rows_per_file,
-            row_group_rows,
-        },
-    })
-}
-
 /// Write `data` as data files and commit them: create the table (mode
 /// "error") or append to it (mode "append"). Returns the version.
+///
+/// Options (keywords): `mode`, `partition_by`, `configuration`,
+/// `enable_deletion_vectors`, `target_file_size`, `rows_per_file`,
+/// `row_group_rows`.
 #[pyfunction]
-#[pyo3(signature = (table_uri, storage_options, data, mode="error", partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, rows_per_file=None, row_group_rows=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (table_uri, storage_options, data, **options))]
 pub fn write_table(
     py: Python<'_>,
     table_uri: &str,
     storage_options: HashMap<String, String>,
     data: &Bound<'_, PyAny>,
-    mode: &str,
-    partition_by: Vec<String>,
-    configuration: HashMap<String, String>,
-    enable_deletion_vectors: bool,
-    target_file_size: usize,
-    rows_per_file: Option<usize>,
-    row_group_rows: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let options = options(
-        mode,
-        partition_by,
-        configuration,
-        enable_deletion_vectors,
-        target_file_size,
-        rows_per_file,
-        row_group_rows,
-    )?;
+    let (options, _) = WriteArgs::from_kwargs("write_table", options)?
+        .write_options()
+        .map_err(to_py)?;
     let reader = stream_reader(data)?;
     py.detach(|| -> crate::Result<u64> {
         let store = TableStore::open(table_uri, &storage_options)?;
@@ -112,32 +80,20 @@ pub fn write_table(
 /// Write `data` as data files of the table at `table_uri` (existing, mode
 /// "append"; or about to be created with `schema_ipc`, mode "error")
 /// without committing; their add actions as JSON.
+///
+/// Options (keywords): those of `write_table`, `schema_ipc`.
 #[pyfunction]
-#[pyo3(signature = (table_uri, storage_options, data, mode="error", schema_ipc=None, partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true, target_file_size=crate::write::data::DEFAULT_TARGET_FILE_SIZE, rows_per_file=None, row_group_rows=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (table_uri, storage_options, data, **options))]
 pub fn write_files(
     py: Python<'_>,
     table_uri: &str,
     storage_options: HashMap<String, String>,
     data: &Bound<'_, PyAny>,
-    mode: &str,
-    schema_ipc: Option<Vec<u8>>,
-    partition_by: Vec<String>,
-    configuration: HashMap<String, String>,
-    enable_deletion_vectors: bool,
-    target_file_size: usize,
-    rows_per_file: Option<usize>,
-    row_group_rows: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<String>> {
-    let options = options(
-        mode,
-        partition_by,
-        configuration,
-        enable_deletion_vectors,
-        target_file_size,
-        rows_per_file,
-        row_group_rows,
-    )?;
+    let (options, schema_ipc) = WriteArgs::from_kwargs("write_files", options)?
+        .write_options()
+        .map_err(to_py)?;
     let reader = stream_reader(data)?;
     py.detach(|| -> crate::Result<Vec<String>> {
         let schema = schema_from_ipc(schema_ipc.as_deref())?;
@@ -163,29 +119,21 @@ pub fn write_files(
 /// Commit data files already written under the table root (`adds`, add
 /// actions as JSON): create the table (mode "error", `schema_ipc` required)
 /// or append. On failure the files are removed. Returns the version.
+///
+/// Options (keywords): `mode`, `schema_ipc`, `partition_by`,
+/// `configuration`, `enable_deletion_vectors`.
 #[pyfunction]
-#[pyo3(signature = (table_uri, storage_options, adds, mode="error", schema_ipc=None, partition_by=Vec::new(), configuration=HashMap::new(), enable_deletion_vectors=true))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (table_uri, storage_options, adds, **options))]
 pub fn commit_files(
     py: Python<'_>,
     table_uri: &str,
     storage_options: HashMap<String, String>,
     adds: Vec<String>,
-    mode: &str,
-    schema_ipc: Option<Vec<u8>>,
-    partition_by: Vec<String>,
-    configuration: HashMap<String, String>,
-    enable_deletion_vectors: bool,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let options = options(
-        mode,
-        partition_by,
-        configuration,
-        enable_deletion_vectors,
-        crate::write::data::DEFAULT_TARGET_FILE_SIZE,
-        None,
-        None,
-    )?;
+    let (options, schema_ipc) = WriteArgs::from_kwargs("commit_files", options)?
+        .write_options()
+        .map_err(to_py)?;
     py.detach(|| -> crate::Result<u64> {
         let store = TableStore::open(table_uri, &storage_options)?;
         let adds = adds

@@ -538,19 +538,27 @@ impl Snapshot {
     }
 
     /// The table's history: commitInfo of each commit (newest first), with
-    /// `version` and `timestamp` filled in. Reads every listed commit file.
+    /// `version` and `timestamp` filled in, `commitFileModificationTime`, and
+    /// `commitTimestamp`: Delta Spark's commit time (the in-commit timestamp,
+    /// else the file time made [`monotonic`] over the whole log). Reads every
+    /// listed commit file.
     pub async fn history(&self, limit: Option<usize>) -> Result<Vec<Value>> {
         let files = list_log(&self.store, None).await?;
         let mut commits: Vec<LogFile> = files
             .into_iter()
             .filter(|f| f.is_commit() && f.version <= self.version)
             .collect();
-        commits.sort_by_key(|f| std::cmp::Reverse(f.version));
+        commits.sort_by_key(|f| f.version);
+        // Delta Spark's commit time of each commit, oldest first (see
+        // `commit_timestamps`): the file times made monotonic over the log.
+        let times = monotonic(commits.iter().map(|f| f.last_modified));
+        let mut commits: Vec<(LogFile, i64)> = commits.into_iter().zip(times).collect();
+        commits.reverse();
         if let Some(l) = limit {
             commits.truncate(l);
         }
         let store = &self.store;
-        futures::stream::iter(commits.into_iter().map(|f| async move {
+        futures::stream::iter(commits.into_iter().map(|(f, file_time)| async move {
             let name = f.relative_path();
             let bytes = store.get(&store.path(&name)).await?;
             let actions = actions::parse_commit(&bytes, &name)?;
@@ -571,6 +579,13 @@ impl Snapshot {
                     "commitFileModificationTime".to_string(),
                     Value::from(f.last_modified),
                 );
+                // Delta Spark's commit time: the in-commit timestamp, else the
+                // file time made monotonic (as `commit_timestamps`).
+                let commit_time = map
+                    .get("inCommitTimestamp")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(file_time);
+                map.insert("commitTimestamp".to_string(), Value::from(commit_time));
             }
             Ok::<_, Error>(info)
         }))
@@ -608,13 +623,7 @@ impl Snapshot {
             .filter(LogFile::is_commit)
             .collect();
         commits.sort_by_key(|f| f.version);
-        let mut times = Vec::with_capacity(commits.len());
-        let mut previous = i64::MIN;
-        for f in &commits {
-            let ts = f.last_modified.max(previous.saturating_add(1));
-            times.push(ts);
-            previous = ts;
-        }
+        let mut times = monotonic(commits.iter().map(|f| f.last_modified));
         // In-commit timestamps replace the file times. Once a table enables
         // them every later commit has one, so read newest first, in batches,
         // and stop at the first commit without one: a table without them costs
@@ -640,6 +649,20 @@ impl Snapshot {
         }
         Ok(commits.iter().map(|f| f.version).zip(times).collect())
     }
+}
+
+/// Commit file times (oldest commit first) made monotonic as Delta does: each
+/// at least 1 ms after the one before.
+pub fn monotonic(file_times: impl IntoIterator<Item = i64>) -> Vec<i64> {
+    let mut previous = i64::MIN;
+    file_times
+        .into_iter()
+        .map(|t| {
+            let ts = t.max(previous.saturating_add(1));
+            previous = ts;
+            ts
+        })
+        .collect()
 }
 
 /// In-commit timestamp of a commit file: `commitInfo.inCommitTimestamp` of its
@@ -691,4 +714,15 @@ async fn decode_blocking(
     json: bool,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     crate::io::spawn_blocking(move || checkpoint::decode(bytes, &name, json)).await?
+}
+
+#[cfg(test)]
+mod monotonic_tests {
+    use super::monotonic;
+
+    #[test]
+    fn a_later_commit_is_never_earlier() {
+        assert_eq!(monotonic([5, 3, 3, 10, 9]), vec![5, 6, 7, 10, 11]);
+        assert_eq!(monotonic([]), Vec::<i64>::new());
+    }
 }

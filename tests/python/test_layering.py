@@ -179,32 +179,52 @@ def test_the_parquet_check_sees_a_writer() -> None:
     )
 
 
-# Spark glue: plain Python over the public API. Private modules of the glue itself
-# (``_spark_util``, ``_spark_merge``) are the glue's own; everything else must be public.
-GLUE = ("spark.py", "datasource.py", "_spark_util.py", "_spark_merge.py")
-GLUE_OWN = {"deltadv._spark_util", "deltadv._spark_merge"}
+# Spark glue: plain Python over the public API. The package ``deltadv.spark``
+# (every module under python/deltadv/spark) is the glue; its own modules, private
+# ones included (``deltadv.spark._tasks``), are its own; everything else it uses
+# of deltadv must be public.
+GLUE = tuple(sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "spark").glob("*.py")))
+GLUE_OWN_PREFIX = "deltadv.spark"
+#: PySpark's own handles on the JVM (py4j): private to PySpark, but the only way
+#: to read a plan or a session setting on classic Spark; the glue falls back when
+#: they are missing (Spark Connect).
+PYSPARK_HANDLES = frozenset({"_jdf", "_jsparkSession", "_jvm", "_jsc"})
+
+
+def _is_glue_own(module: str) -> bool:
+    return module == GLUE_OWN_PREFIX or module.startswith(GLUE_OWN_PREFIX + ".")
 
 
 def _private_uses(source: str) -> list[str]:
     """Private deltadv names a module imports or private attributes it touches
-    (``x._raw``, ``from deltadv._core import ...``, ``from deltadv.write import _f``)."""
+    (``x._raw``, ``dt._table``, ``from deltadv._core import ...``, ``from
+    deltadv.write import _f``): a ``_`` attribute of any object but ``self`` or
+    ``cls`` (dunders and PySpark's JVM handles apart)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("deltadv"):
             module = node.module or ""
-            if module in GLUE_OWN:
+            if _is_glue_own(module):
                 continue
             if any(p.startswith("_") for p in module.split(".")):
                 found.append(module)
             found += [f"{module}.{a.name}" for a in node.names if a.name.startswith("_")]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.startswith("deltadv._")]
-        elif isinstance(node, ast.Attribute) and node.attr in {"_raw", "_core"}:
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if node.attr.startswith("__") and node.attr.endswith("__"):
+                continue
+            if node.attr in PYSPARK_HANDLES:
+                continue
             found.append(f".{node.attr}")
     return found
 
 
 def test_spark_glue_uses_only_the_public_api() -> None:
+    assert {"spark/__init__.py", "spark/read.py", "spark/dml.py", "spark/merge.py"} <= set(GLUE)
     for name in GLUE:
         source = (PACKAGE / name).read_text()
         assert _private_uses(source) == [], name
@@ -223,4 +243,158 @@ def test_the_public_api_check_sees_private_uses() -> None:
         "deltadv._core",
         "._raw",
     ]
-    assert _private_uses("from deltadv._spark_util import _to_arrow_schema\n") == []
+    assert _private_uses("from deltadv.spark._tasks import pack\n") == []
+    # another object's private attribute (the old MERGE builder's ``dt._table``)
+    assert _private_uses("def f(dt):\n    return dt._table.version()\n") == ["._table"]
+    # its own attributes, dunders and PySpark's JVM handles are fine
+    ok = "def f(self, df):\n    return self._x, df.__class__, df._jdf\n"
+    assert _private_uses(ok) == []
+
+
+# --- no import cycle in python/deltadv ------------------------------------------------
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(tree: ast.AST, module: str, known: set[str]) -> set[str]:
+    """The deltadv modules ``module`` imports anywhere in ``tree``: at module level,
+    under ``TYPE_CHECKING`` and inside functions alike. ``from pkg import name``
+    imports ``pkg.name`` when that is a module, else ``pkg`` (the name is in its
+    ``__init__``)."""
+    out: set[str] = set()
+    is_package = (PACKAGE.parent / module.replace(".", "/")).is_dir()
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: against the importing module's package
+                parent = here[: len(here) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            for a in node.names:
+                target = f"{base}.{a.name}"
+                if target in known:
+                    out.add(target)
+                elif base in known:
+                    out.add(base)
+    out.discard(module)
+    return out
+
+
+def _import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    known = set(sources)
+    return {m: _imports(ast.parse(s), m, known) for m, s in sources.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path that returns to its start) per strongly connected
+    group of modules that import each other, directly or not."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                found.append([*path[path.index(n) :], n])
+            elif n not in state:
+                visit(n)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    sources = {_module_name(p): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    # the native module (imports no Python module of deltadv at import time)
+    sources["deltadv._core"] = ""
+    assert {"deltadv", "deltadv.table", "deltadv.spark", "deltadv.spark.merge"} <= set(sources)
+    graph = _import_graph(sources)
+    # the check sees the package's real edges, lazy ones included
+    assert "deltadv.spark.datasource" in graph["deltadv.spark.read"]
+    assert "deltadv.merge" in graph["deltadv.table"]
+    assert _cycles(graph) == [], _cycles(graph)
+
+
+def test_the_cycle_check_sees_lazy_and_type_only_imports() -> None:
+    """Not vacuous: the two circles deltadv had (``spark.py`` <-> ``_spark_merge.py``
+    through an import inside a function, ``table.py`` <-> ``merge.py`` through one
+    under TYPE_CHECKING) are found; one-way imports are not cycles."""
+    sources = {
+        "deltadv": "",
+        "deltadv.spark": "def merge():\n    from deltadv._spark_merge import B\n",
+        "deltadv._spark_merge": "from deltadv.spark import DeltaTable\n",
+        "deltadv.table": "def merge():\n    from deltadv.merge import TableMerger\n",
+        "deltadv.merge": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from deltadv.table import DeltaTable\n"
+        ),
+        "deltadv.write": "from deltadv import _core\nfrom deltadv.table import DeltaTable\n",
+    }
+    cycles = _cycles(_import_graph(sources))
+    assert sorted(sorted(set(c)) for c in cycles) == [
+        ["deltadv._spark_merge", "deltadv.spark"],
+        ["deltadv.merge", "deltadv.table"],
+    ]
+    del sources["deltadv.merge"]
+    assert len(_cycles(_import_graph(sources))) == 1
+
+
+# --- no Python module parses task JSON ----------------------------------------------
+
+
+def _json_parses(tree: ast.AST) -> list[str]:
+    """Calls of ``json.loads`` / ``json.load`` (any alias of the json module)."""
+    aliases = {"json"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == "json"}
+    return [
+        f"{node.func.value.id}.{node.func.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("loads", "load")
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in aliases
+    ]
+
+
+#: Modules that parse JSON which is not a task's: ``write.py`` returns add actions
+#: as dicts (its public API), the Spark MERGE and write_table read back JSON their
+#: own executor code wrote, ``_sample.py`` edits stats of a sample table.
+JSON_READERS = {"write.py", "spark/merge.py", "spark/dml.py", "_sample.py"}
+
+
+def test_no_python_module_parses_task_json() -> None:
+    """Task JSON is read by the Rust core (``ScanTask.path``, ``.row_groups``,
+    ``ChangeTask.paths``, ``CompactTask.paths``...): no other module parses JSON,
+    and the ones above never touch a task's (``.json``/``.task``) text."""
+    for p in sorted(PACKAGE.rglob("*.py")):
+        name = p.relative_to(PACKAGE).as_posix()
+        source = p.read_text()
+        tree = ast.parse(source)
+        if name not in JSON_READERS:
+            assert _json_parses(tree) == [], name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _json_parses(ast.Module([ast.Expr(node)], [])):
+                arg = ast.unparse(node.args[0]) if node.args else ""
+                assert not arg.endswith((".json", ".task")), (name, arg)
+
+
+def test_the_json_check_sees_a_parse() -> None:
+    code = "import json as j\ndef f(t):\n    return j.loads(t.json)['path']\n"
+    assert _json_parses(ast.parse(code)) == ["j.loads"]
+    assert _json_parses(ast.parse("import json\njson.dumps({})\n")) == []

@@ -14,7 +14,7 @@ import pytest
 
 import deltadv
 from deltadv import spark as dspark
-from deltadv._spark_merge import _estimated_bytes
+from deltadv.spark.merge import _estimated_bytes
 from tests.python.dml_tables import (
     N,
     Row,

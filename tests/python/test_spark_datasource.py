@@ -393,9 +393,10 @@ def test_the_data_source_repeats_no_grammar() -> None:
     renders no SQL and keeps no keyword list."""
     import inspect
 
-    import deltadv.datasource as ds
+    import deltadv.expressions as ex
+    import deltadv.spark.datasource as ds
 
-    source = inspect.getsource(ds)
+    source = inspect.getsource(ds) + inspect.getsource(ex)
     for word in ["_KEYWORDS", "TIMESTAMP_NTZ '", "BETWEEN", "back-quoted"]:
         assert word not in source, word
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from deltadv import spark as dspark
 from deltadv._sample import make_table
-from deltadv._spark_util import OPEN_COST, _pack
+from deltadv.spark._tasks import OPEN_COST
+from deltadv.spark._tasks import pack as _pack
 
 MB = 1024 * 1024
 

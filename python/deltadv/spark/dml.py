@@ -1,144 +1,49 @@
-"""PySpark glue, in plain Python over deltadv's public API.
-
-Three entry points: ``read()`` (below), ``spark.read.format("deltadv")`` after
-``register(spark)`` (PySpark's Python Data Source API, in ``deltadv.datasource``),
-and ``DeltaTable.forPath(spark, path).delete(condition)``.
-
-``read()`` plans scan tasks on the driver (one per live data file), distributes
-them with ``parallelize`` (one row per task and partition, no shuffle), and
-reads each task on the executors with ``DataFrame.mapInArrow``: the Rust core
-fetches the file and its deletion vector and streams Arrow batches with the
-deleted rows already gone. Only the task's JSON crosses to executors in rows;
-storage options travel inside the mapInArrow function; the Rust runtime and
-object-store clients are created there, per process.
+"""Spark-side commands on a Delta table, in Delta Spark's shape:
+``DeltaTable.forPath(spark, path).delete(condition)``, ``update``, ``merge``
+(see :mod:`deltadv.spark.merge`), ``optimize``, ``purge``, ``vacuum``,
+``restoreToVersion``, ``history``; and ``write_table`` (a DataFrame into a Delta
+table). Executors do the reading and writing (``mapInArrow``); the driver plans
+and commits once, through deltadv's public API.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from deltadv._spark_util import _split_size, _task_frame, _to_arrow_schema
-from deltadv.exceptions import (
+from deltadv import DeltaTable as _LocalTable
+from deltadv import (
+    ScanTask,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedPredicateError,
 )
+from deltadv.spark._tasks import (
+    TASK_COLUMN,
+    change_writer,
+    compact_runner,
+    split_size,
+    task_frame,
+    task_reader,
+    to_arrow_schema,
+)
+from deltadv.spark.merge import DeltaMergeBuilder
+from deltadv.spark.read import read
 from deltadv.table import (
     DV_FILE_TARGET_SIZE,
     MAX_DELETED_ROWS_RATIO,
     TARGET_FILE_SIZE,
-    ChangeTask,
     PartitionFilters,
-    ScanTask,
-    rewrite_compact_task,
 )
-from deltadv.table import DeltaTable as _LocalTable
+from deltadv.typecheck import check_arg, check_args
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-
-    from deltadv._spark_merge import DeltaMergeBuilder
-
-TASK_COLUMN = "task"
-
-
-def _task_reader(
-    storage_options: dict[str, str],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow body: each input row is one task's JSON (no credentials);
-    yield its rows. ``storage_options`` travel inside this function (pickled with
-    it to the executors), never in the task rows."""
-
-    def read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task in batch.column(TASK_COLUMN).to_pylist():
-                yield from ScanTask(task, storage_options).read()
-
-    return read_tasks
-
-
-def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
-    """Register ``spark.read.format("deltadv")`` with this session. With
-    ``filter_pushdown`` Spark hands simple filters to deltadv for file and
-    row-group pruning (see deltadv.datasource for the caveat of Spark 4.2)."""
-    from deltadv.datasource import register_data_source
-
-    register_data_source(spark, filter_pushdown=filter_pushdown)
-
-
-def read(
-    spark: SparkSession,
-    table_uri: str,
-    version: int | None = None,
-    columns: list[str] | None = None,
-    filter: str | Column | None = None,
-    storage_options: dict[str, str] | None = None,
-    split_size: int | None = None,
-    *,
-    change_data_feed: bool = False,
-    starting_version: int | None = None,
-    ending_version: int | None = None,
-    starting_timestamp: datetime | str | None = None,
-    ending_timestamp: datetime | str | None = None,
-) -> DataFrame:
-    """Read a Delta table (deletion vectors applied) into a Spark DataFrame.
-
-    ``filter`` (a SQL string or Column) is applied by Spark to the rows. A string
-    in deltadv's predicate subset (see :meth:`deltadv.DeltaTable.scan`) also prunes
-    files by partition values and stats, and row groups by parquet statistics,
-    before anything is read; other strings and Columns are only applied by Spark.
-    Files larger than ``split_size`` bytes (default: Spark's
-    ``spark.sql.files.maxPartitionBytes``) are read as several tasks, split by
-    row groups.
-
-    With ``change_data_feed=True`` the DataFrame is the table's Change Data Feed
-    between ``starting_version``/``starting_timestamp`` and
-    ``ending_version``/``ending_timestamp`` (see :meth:`deltadv.DeltaTable.load_cdf`):
-    one Spark task per changed file, the table's columns (or ``columns``) then
-    ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
-    """
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    if change_data_feed:
-        if version is not None:
-            raise ValueError("a change data feed read takes starting/ending versions, not version")
-        table = _LocalTable(table_uri, storage_options=storage_options)
-        arrow_schema, tasks = table.cdf_tasks(
-            starting_version, ending_version, starting_timestamp, ending_timestamp, columns
-        )
-        df = _read_tasks(spark, tasks, from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True))
-        return df.filter(filter) if filter is not None else df
-    range_given = (starting_version, ending_version, starting_timestamp, ending_timestamp)
-    if any(v is not None for v in range_given):
-        raise ValueError("starting/ending versions and timestamps need change_data_feed=True")
-    table = _LocalTable(table_uri, version=version, storage_options=storage_options)
-    size = split_size if split_size is not None else _split_size(spark)
-    tasks = None
-    if isinstance(filter, str):
-        try:
-            tasks = table.scan_tasks(columns, filter, filter_rows=False, split_size=size)
-        except UnsupportedPredicateError:
-            tasks = None  # outside deltadv's predicate subset: Spark alone filters
-    if tasks is None:
-        tasks = table.scan_tasks(columns, split_size=size)
-    arrow_schema = table.scan_schema(columns)
-    df = _read_tasks(spark, tasks, from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True))
-    return df.filter(filter) if filter is not None else df
-
-
-def _read_tasks(spark: SparkSession, tasks: list[ScanTask], schema: Any) -> DataFrame:
-    """A DataFrame of the rows of ``tasks`` (one Spark task each), as ``schema``."""
-    if not tasks:
-        return spark.createDataFrame([], schema)
-    rows = [(t.json,) for t in tasks]
-    task_df = _task_frame(spark, rows, f"{TASK_COLUMN} string", [t.size for t in tasks])
-    return task_df.mapInArrow(_task_reader(tasks[0].storage_options), schema)
 
 
 class DeltaTable:
@@ -146,13 +51,26 @@ class DeltaTable:
     ``DeltaTable.forPath(spark, path).delete("id < 10")``."""
 
     def __init__(
-        self, spark: SparkSession, table_uri: str, storage_options: dict[str, str] | None = None
+        self,
+        spark: SparkSession,
+        table_uri: str,
+        storage_options: dict[str, str] | None = None,
+        *,
+        alias: str | None = None,
     ) -> None:
+        check_args(
+            {
+                "table_uri": (table_uri, str, False),
+                "storage_options": (storage_options, Mapping, True),
+                "alias": (alias, str, True),
+            },
+            where="deltadv.spark.DeltaTable",
+        )
         self._spark = spark
         self._uri = table_uri
         self._options = dict(storage_options or {})
-        self._table = _LocalTable(table_uri, storage_options=storage_options)
-        self._alias: str | None = None
+        self._table = _LocalTable(table_uri, storage_options=self._options)
+        self._alias = alias
 
     @classmethod
     def forPath(
@@ -204,11 +122,11 @@ class DeltaTable:
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
         spark = self._spark
         sizes = [t.size for t in tasks]
-        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string", sizes)
-        reader = _task_reader(tasks[0].storage_options)
+        task_df = task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string", sizes)
+        reader = task_reader(tasks[0].storage_options)
         rows = task_df.mapInArrow(reader, schema)
         rows = rows.filter(condition).select("_file_path", "_row_index")
-        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        files = sorted({t.path for t in tasks})
         delete_task = table.delete_task(
             files, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
         )
@@ -291,7 +209,7 @@ class DeltaTable:
             "_file_path",
             "_row_index",
         )
-        files = sorted({json.loads(t.json)["path"] for t in tasks})
+        files = sorted({t.path for t in tasks})
         change_task = table.change_task(
             files,
             inline_threshold=inline_threshold,
@@ -301,7 +219,7 @@ class DeltaTable:
         parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
         prepared = (
             rows.repartition(parts, "_file_path")
-            .mapInArrow(_change_writer(change_task), "prepared string")
+            .mapInArrow(change_writer(change_task), "prepared string")
             .collect()
         )
         return table.commit_changes(
@@ -329,16 +247,14 @@ class DeltaTable:
             )
             return spark.createDataFrame([], schema)
         schema = from_arrow_schema(tasks[0].schema(), prefer_timestamp_ntz=True)
-        task_df = _task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
-        reader = _task_reader(tasks[0].storage_options)
+        task_df = task_frame(spark, [(t.json,) for t in tasks], f"{TASK_COLUMN} string")
+        reader = task_reader(tasks[0].storage_options)
         return task_df.mapInArrow(reader, schema)
 
     def alias(self, alias: str) -> DeltaTable:
         """This table under ``alias``, for MERGE conditions (``t.id = s.id``)."""
-        other = DeltaTable.__new__(DeltaTable)
-        other.__dict__.update(self.__dict__)
-        other._alias = alias
-        return other
+        check_arg("alias", alias, str)
+        return DeltaTable(self._spark, self._uri, self._options, alias=alias)
 
     def merge(
         self,
@@ -358,10 +274,9 @@ class DeltaTable:
         ``whenNotMatchedBySourceDelete``; in each kind the first clause whose
         condition holds acts. Spark runs the join; executors write DVs and new
         files; the driver commits once. ``execute()`` returns the metrics."""
-        from deltadv._spark_merge import DeltaMergeBuilder
-
         return DeltaMergeBuilder(
-            self,
+            self._spark,
+            self._table,
             self._alias,
             source,
             condition,
@@ -376,7 +291,7 @@ class DeltaTable:
         """Scan tasks (with row metadata) for the files a condition may touch:
         pruned by partitions and stats when it is text in deltadv's subset."""
         table = self._table
-        size = _split_size(self._spark)
+        size = split_size(self._spark)
         if isinstance(condition, str):
             try:
                 return table.scan_tasks(
@@ -413,11 +328,13 @@ class DeltaTable:
     ) -> dict[str, Any]:
         table = self._table
         table.update_incremental()
+        check_arg("target_size", target_size, int, optional=True)
+        check_arg("max_deleted_rows_ratio", ratio, (int, float))
         plan, tasks = table.compact_tasks(mode, target_size, ratio, partition_filters)
         results: list[str] = []
         if tasks:
-            task_df = _task_frame(self._spark, [(t,) for t in tasks], f"{TASK_COLUMN} string")
-            runner = _compact_runner(table.table_uri, self._options)
+            task_df = task_frame(self._spark, [(t,) for t in tasks], f"{TASK_COLUMN} string")
+            runner = compact_runner(table.table_uri, self._options)
             # A failed task removes what it wrote; files of tasks that finished
             # before a failure are referenced by nothing (VACUUM removes them).
             rows = task_df.mapInArrow(runner, "added string").collect()
@@ -449,15 +366,11 @@ class DeltaTable:
         from datetime import datetime, timezone
 
         self._table.update_incremental()
+        check_arg("limit", limit, int, optional=True)
         rows = []
-        previous = None
-        # Delta Spark's commit time: the in-commit timestamp, else the commit file's
-        # modification time made monotonic (a later commit is never earlier).
-        for info in reversed(self._table.history(limit)):
-            ts = info.get("inCommitTimestamp", info.get("commitFileModificationTime"))
-            if ts is not None and previous is not None and ts <= previous:
-                ts = previous + 1
-            previous = ts
+        # Delta Spark's commit time (``commitTimestamp``): decided by the Rust core.
+        for info in self._table.history(limit):
+            ts = info.get("commitTimestamp")
             rows.append(
                 (
                     info["version"],
@@ -477,40 +390,7 @@ class DeltaTable:
                     info.get("engineInfo"),
                 )
             )
-        return self._spark.createDataFrame(rows[::-1], HISTORY_SCHEMA)
-
-
-def _compact_runner(
-    table_uri: str, storage_options: dict[str, str]
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow body of PURGE/OPTIMIZE: each input row is one bin's rewrite
-    task (JSON, no credentials); one output row with the new files' add actions.
-    Storage options travel inside this function, never in the rows."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task in batch.column(TASK_COLUMN).to_pylist():
-                added = rewrite_compact_task(table_uri, storage_options, task)
-                yield pa.record_batch([pa.array([added])], names=["added"])
-
-    return run
-
-
-def _change_writer(
-    task: ChangeTask,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow body of UPDATE/MERGE: the partition's change stream into
-    ``task.prepare`` (new data files + one DV file); one row with its result."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        first = next(batches, None)
-        if first is None:
-            return
-        data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
-        prepared = task.prepare(data)
-        yield pa.record_batch([pa.array([prepared], pa.string())], names=["prepared"])
-
-    return write
+        return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
 
 
 #: Delta Spark's DESCRIBE HISTORY schema.
@@ -580,7 +460,7 @@ def write_table(
     parts = list(partition_by or [])
     options = dict(storage_options or {})
     conf = dict(configuration or {})
-    schema = _to_arrow_schema(df.schema)
+    schema = to_arrow_schema(df.schema)
     _check_target(table_uri, mode, storage_options)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltadv import MergePlan
-from deltadv._spark_util import _split_size, _task_frame, _to_arrow_schema
-from deltadv.table import ChangeTask, ScanTask
+from deltadv import ChangeTask, MergePlan, ScanTask
+from deltadv import DeltaTable as _LocalTable
+from deltadv.spark._tasks import split_size, task_frame, to_arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-
-    from deltadv.spark import DeltaTable
 
 DUPLICATE_ERROR = MergePlan.DUPLICATE_MATCH_ERROR
 _CLAUSE = "__deltadv_clause"
@@ -131,8 +129,8 @@ def _target_rows(
     if not tasks:
         return spark.createDataFrame([], schema)
     index = {p: i for i, p in enumerate(paths)}
-    rows = [(t.json, index[json.loads(t.json)["path"]]) for t in tasks]
-    task_df = _task_frame(spark, rows, "task string, file int", [t.size for t in tasks])
+    rows = [(t.json, index[t.path]) for t in tasks]
+    task_df = task_frame(spark, rows, "task string, file int", [t.size for t in tasks])
     options = tasks[0].storage_options
     arrow = tasks[0].schema()
     keep = [n for n in arrow.names if n != "_file_path"]
@@ -232,12 +230,14 @@ class DeltaMergeBuilder:
 
     def __init__(
         self,
-        table: DeltaTable,
+        spark: SparkSession,
+        table: _LocalTable,
         target_alias: str | None,
         source: DataFrame,
         condition: str | Column,
         options: dict[str, Any],
     ) -> None:
+        self._spark = spark
         self._table = table
         self._target_alias = target_alias
         self._source = source
@@ -336,10 +336,9 @@ class DeltaMergeBuilder:
         t_alias = self._target_alias or "target"
         s_alias = _alias_of(self._source)
         plan = self._plan(t_alias, s_alias)
-        dt = self._table
-        table = dt._table
+        table = self._table
         table.update_incremental()
-        spark = dt._spark
+        spark = self._spark
         options = self._options
         fields = list(from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields)
         table_names = {f.name for f in fields}
@@ -352,7 +351,7 @@ class DeltaMergeBuilder:
             fresh = [f for f in self._source.schema.fields if f.name.lower() not in lower]
             if fresh:
                 fields += [StructField(f.name, f.dataType, True) for f in fresh]
-                new_columns = _to_arrow_schema(self._source.schema)
+                new_columns = to_arrow_schema(self._source.schema)
         by_name = {f.name.lower(): f for f in fields}
         size = _estimated_bytes(self._source)
         # A small source is broadcast and the table streamed past it (no shuffle
@@ -434,9 +433,9 @@ class DeltaMergeBuilder:
         read_fields = [f for f in fields if f.name in needed and f.name in table_names]
         readable = {f.name for f in read_fields}
         tasks = table.scan_tasks(
-            [f.name for f in read_fields], split_size=_split_size(spark), with_metadata=True
+            [f.name for f in read_fields], split_size=split_size(spark), with_metadata=True
         )
-        paths = sorted({json.loads(t.json)["path"] for t in tasks})
+        paths = sorted({t.path for t in tasks})
         target = _target_rows(spark, tasks, paths, read_fields).alias(t_alias)
 
         def tcol(name: str) -> Column:
@@ -589,7 +588,7 @@ class DeltaMergeBuilder:
         # The rows of one data file all come from the task that read it (the
         # broadcast join keeps the table's partitions): unless a file was split,
         # coalescing gives each writer whole files, without a shuffle.
-        whole_files = fast and all(json.loads(t.json).get("row_groups") is None for t in tasks)
+        whole_files = fast and all(t.row_groups is None for t in tasks)
         grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
         writer = _counting_writer(change_task)
         try:

@@ -1,0 +1,488 @@
+"""``spark.read.format("deltadv")``: a PySpark Python data source over deltadv.
+
+Register it once per session, then read like any other format::
+
+    from deltadv.spark.datasource import register_data_source
+
+    register_data_source(spark)
+    df = spark.read.format("deltadv").option("versionAsOf", 3).load("s3://bucket/table")
+
+Planning (log replay, file skipping) runs once, in a Python worker on the driver;
+scan tasks are packed into Spark partitions the way Spark packs files (each task
+worth its bytes plus 4 MiB, at most ``splitSize`` a partition, spread over the
+session's default parallelism seen by :func:`register_data_source`), so a table of
+many small files makes a few Spark tasks. The tasks' JSON text is all that crosses
+to the executors, which read the data files and apply their deletion vectors
+without replaying the log. The version is pinned when Spark first asks for the schema (at
+``load()``), so a DataFrame's schema and rows always come from one snapshot.
+
+Options (keys are case-insensitive, as everywhere in Spark):
+
+============================  =========================================================
+``path``                      the table URI (what ``load(path)`` sets)
+``version`` / ``versionAsOf`` read this table version (time travel)
+``timestampAsOf``             read the latest version committed at or before this
+                              ISO-8601 timestamp; without an offset it is UTC (Delta
+                              Spark uses ``spark.sql.session.timeZone``, which a
+                              Python data source cannot see)
+``storage.<KEY>``             storage option ``KEY`` (``storage.AWS_ENDPOINT_URL``, ...)
+``aws_*``, ``azure_*``,       storage options passed as they are (``AWS_REGION``,
+``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...)
+``splitSize``                 files larger than this many bytes are read as several
+                              tasks, split by row groups, and no partition packs
+                              more (default: the session's
+                              ``spark.sql.files.maxPartitionBytes`` when registered,
+                              else 128 MiB)
+``filterPushdown``            ``true`` to prune with the query's filters (default
+                              ``false``; read the caveat below)
+``readChangeFeed``            ``true`` to read the Change Data Feed instead of the rows
+                              (as Delta Spark): the table's columns then
+                              ``_change_type``, ``_commit_version``, ``_commit_timestamp``
+``startingVersion`` /         the feed's first commit (default 0), by version or as
+``startingTimestamp``         the first commit at or after an ISO-8601 time (UTC
+                              without an offset)
+``endingVersion`` /           its last commit (default: the latest), by version or as
+``endingTimestamp``           the last commit at or before a time
+============================  =========================================================
+
+Any other option is an error, so a misspelt one cannot be silently ignored.
+
+Filter pushdown (``option("filterPushdown", "true")``): Spark hands the reader the
+query's simple filters (``pushFilters``); those deltadv can express (comparisons,
+``<=>``, ``IN``, ``IS [NOT] NULL`` and ``NOT`` of them; not the string pattern
+filters) become one expression tree, passed to Rust in its JSON form with
+every value exact, that planning uses to skip partitions, files and row groups. Every
+filter is still reported back as unhandled, so Spark evaluates all of them on the
+rows read: pushdown only prunes. PySpark calls ``pushFilters`` only with
+``spark.sql.python.filterPushdown.enabled`` on, and refuses such a reader when it
+is off; ``register_data_source(spark, filter_pushdown=True)`` turns it on.
+
+The caveat, and why pushdown is off by default: Spark 4.2 caches the planned
+partitions on the relation a ``load()`` created and, for a later query on it that
+has no filter Spark can push (``df.count()``, ``df.show()``, ``id % 2 = 0``),
+reuses the partitions the last pushed query planned, pruned by *that* query's
+filters, so rows are silently missing (``df.filter("part = 1").count()`` then
+``df.count()`` counts only ``part = 1``). With pushdown on, call ``load()`` once per
+query. Without it the cached partitions are all the snapshot's files, always right.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+)
+from pyspark.sql.types import StructType
+
+from deltadv import DeltaTable, ScanTask
+from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
+from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, pack, to_arrow_schema
+from deltadv.spark._tasks import split_size as _session_split_size
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "FORMAT_NAME",
+    "DeltaDVChangeFeedReader",
+    "DeltaDVDataSource",
+    "DeltaDVPlainReader",
+    "DeltaDVReader",
+    "filters_to_predicate",
+    "register_data_source",
+    "to_predicate",
+]
+
+FORMAT_NAME = "deltadv"
+#: The columns a Change Data Feed read adds after the table's.
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+STORAGE_PREFIX = "storage."
+STORAGE_KEY_PREFIXES = ("aws_", "azure_", "google_")
+VERSION_KEYS = ("version", "versionasof")
+TIMESTAMP_KEY = "timestampasof"
+PUSHDOWN_KEY = "filterpushdown"
+SPLIT_SIZE_KEY = "splitsize"
+CDF_KEY = "readchangefeed"
+CDF_RANGE_KEYS = ("startingversion", "endingversion", "startingtimestamp", "endingtimestamp")
+# Spark adds `path` for load(path); `paths` only for load([...]), which we refuse.
+KNOWN_KEYS = frozenset(
+    {
+        "path",
+        "paths",
+        TIMESTAMP_KEY,
+        PUSHDOWN_KEY,
+        SPLIT_SIZE_KEY,
+        CDF_KEY,
+        *CDF_RANGE_KEYS,
+        *VERSION_KEYS,
+    }
+)
+
+
+# --------------------------------------------------------------------------------------
+# Spark filters -> deltadv expression tree (JSON form)
+# --------------------------------------------------------------------------------------
+
+
+_Comparison = (
+    EqualTo | EqualNullSafe | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
+)
+_OPERATORS: dict[type[Filter], str] = {
+    EqualTo: "=",
+    EqualNullSafe: "<=>",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+
+
+#: A filter or value the expression tree cannot hold (it is not pushed).
+_Unsupported = UnsupportedValue
+_column = column
+_literal = literal
+
+
+def _convert(f: Filter) -> Expression:
+    # PySpark 4.2 pushes no And/Or filters to Python data sources (a top-level
+    # AND arrives as separate filters; an OR is not pushed).
+    if isinstance(f, Not):
+        return {"not": _convert(f.child)}
+    if isinstance(f, IsNull):
+        return {"is_null": _column(f.attribute)}
+    if isinstance(f, IsNotNull):
+        return {"not": {"is_null": _column(f.attribute)}}
+    if isinstance(f, In):
+        return {"in": {"value": _column(f.attribute), "list": [_literal(v) for v in f.value]}}
+    if isinstance(f, _Comparison):
+        return {
+            "cmp": {
+                "op": _OPERATORS[type(f)],
+                "left": _column(f.attribute),
+                "right": _literal(f.value),
+            }
+        }
+    # string patterns (StringStartsWith/EndsWith/Contains) and anything newer
+    raise _Unsupported(f"{type(f).__name__} filters are not pushed")
+
+
+def to_predicate(f: Filter) -> Expression | None:
+    """One Spark data source filter as a deltadv expression tree (its JSON form, a
+    dict), or None if it has none. Values keep their exact type and value: nothing
+    is rendered as SQL text.
+
+    >>> to_predicate(EqualTo(("st", "a b"), 1.5))
+    {'cmp': {'op': '=', 'left': {'column': ['st', 'a b']}, 'right': {'literal': {'double': '1.5'}}}}
+    """
+    try:
+        return _convert(f)
+    except _Unsupported:
+        return None
+
+
+def filters_to_predicate(filters: Iterable[Filter]) -> Expression | None:
+    """The AND of the filters deltadv can express (Spark's filter list is a
+    conjunction, so dropping a member only widens it); None if there are none."""
+    return conjunction([p for p in map(to_predicate, filters) if p is not None])
+
+
+# --------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------
+
+
+def _table_uri(options: Mapping[str, str]) -> str:
+    if "paths" in options and options["paths"] not in ("", "[]"):
+        raise ValueError("deltadv reads one table: call load(path) with a single path")
+    uri = options.get("path")
+    if not uri:
+        raise ValueError('deltadv needs a table path: spark.read.format("deltadv").load(path)')
+    if not urlparse(uri).scheme or (len(uri) > 1 and uri[1] == ":"):  # local, maybe C:\
+        return os.path.abspath(uri)  # tasks must not depend on the executor's cwd
+    return uri
+
+
+def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    storage: dict[str, str] = {}
+    unknown = []
+    for key, value in options.items():
+        k = key.lower()
+        if k.startswith(STORAGE_PREFIX) and len(k) > len(STORAGE_PREFIX):
+            storage[k[len(STORAGE_PREFIX) :].upper()] = value
+        elif k.startswith(STORAGE_KEY_PREFIXES):
+            storage[k.upper()] = value
+        elif k not in KNOWN_KEYS:
+            unknown.append(key)
+    if unknown:
+        raise ValueError(
+            f"deltadv: unknown option(s) {sorted(unknown)}; expected path, version, versionAsOf, "
+            "timestampAsOf, splitSize, filterPushdown, readChangeFeed, startingVersion, "
+            "endingVersion, startingTimestamp, endingTimestamp, storage.<KEY> or "
+            "AWS_*/AZURE_*/GOOGLE_* keys"
+        )
+    return storage
+
+
+def _version_option(options: Mapping[str, str]) -> int | None:
+    given = {k: options[k] for k in VERSION_KEYS if k in options}
+    if len(set(given.values())) > 1:
+        raise ValueError(f"deltadv: conflicting version options {given}")
+    if not given:
+        return None
+    text = next(iter(given.values())).strip()
+    try:
+        version = int(text)
+    except ValueError:
+        raise ValueError(f"deltadv: version must be an integer, not {text!r}") from None
+    if version < 0:
+        raise ValueError(f"deltadv: version must be >= 0, not {version}")
+    return version
+
+
+def _open_table(options: Mapping[str, str]) -> DeltaTable:
+    """The table at the version the options ask for (latest if none)."""
+    uri = _table_uri(options)
+    storage = _storage_options(options)
+    version = _version_option(options)
+    timestamp = options.get(TIMESTAMP_KEY)
+    if version is not None and timestamp:
+        raise ValueError("deltadv: give versionAsOf or timestampAsOf, not both")
+    table = DeltaTable(uri, version=version, storage_options=storage or None)
+    if timestamp:
+        table.load_as_version(timestamp.strip())
+    return table
+
+
+def _split_size(options: Mapping[str, str], default: int = DEFAULT_SPLIT_SIZE) -> int:
+    text = options.get(SPLIT_SIZE_KEY, str(default)).strip()
+    try:
+        size = int(text)
+    except ValueError:
+        raise ValueError(f"deltadv: splitSize must be a number of bytes, not {text!r}") from None
+    if size <= 0:
+        raise ValueError(f"deltadv: splitSize must be > 0, not {size}")
+    return size
+
+
+def _change_feed(options: Mapping[str, str]) -> dict[str, Any] | None:
+    """The Change Data Feed range the options ask for (``load_cdf``'s arguments), or
+    None when they ask for the table's rows."""
+    value = options.get(CDF_KEY, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: readChangeFeed must be true or false, not {value!r}")
+    given = [k for k in CDF_RANGE_KEYS if k in options]
+    if value == "false":
+        if given:
+            raise ValueError(f"deltadv: {given} need option readChangeFeed=true")
+        return None
+    if any(k in options for k in (*VERSION_KEYS, TIMESTAMP_KEY)):
+        raise ValueError(
+            "deltadv: readChangeFeed takes startingVersion/endingVersion (or timestamps), "
+            "not versionAsOf/timestampAsOf"
+        )
+    feed: dict[str, Any] = {}
+    for key, name in (("startingversion", "starting_version"), ("endingversion", "ending_version")):
+        if key in options:
+            text = options[key].strip()
+            try:
+                feed[name] = int(text)
+            except ValueError:
+                raise ValueError(f"deltadv: {key} must be an integer, not {text!r}") from None
+    for key, name in (
+        ("startingtimestamp", "starting_timestamp"),
+        ("endingtimestamp", "ending_timestamp"),
+    ):
+        if key in options:
+            feed[name] = options[key].strip()
+    return feed
+
+
+def _pushdown_enabled(options: Mapping[str, str]) -> bool:
+    value = options.get(PUSHDOWN_KEY, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: filterPushdown must be true or false, not {value!r}")
+    return value == "true"
+
+
+# --------------------------------------------------------------------------------------
+# The data source
+# --------------------------------------------------------------------------------------
+
+
+class DeltaDVDataSource(DataSource):
+    """``spark.read.format("deltadv")``: Delta tables with deletion vectors applied."""
+
+    # The version schema() loaded; pickled with the instance, so planning reads it.
+    _version: int | None = None
+    # The session's default parallelism and maxPartitionBytes, set on the subclass
+    # register_data_source() registers (planning runs in a Python worker, which
+    # cannot ask the session). None: unknown (tasks then pack only up to their
+    # mean size).
+    _parallelism: int | None = None
+    _max_partition_bytes: int = DEFAULT_SPLIT_SIZE
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def _pinned(self) -> DeltaTable:
+        table = _open_table(self.options)
+        self._version = table.version()
+        return table
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        feed = _change_feed(self.options)
+        if feed is not None:
+            schema, _ = self._pinned().cdf_tasks(**feed)
+            return from_arrow_schema(schema, prefer_timestamp_ntz=True)
+        return from_arrow_schema(self._pinned().schema(), prefer_timestamp_ntz=True)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _storage_options(self.options)  # reject bad options before planning
+        _split_size(self.options)
+        packing = (self._parallelism, self._max_partition_bytes)
+        if _change_feed(self.options) is not None:
+            options = dict(self.options)
+            if self._version is not None and not any(
+                k in options for k in ("endingversion", "endingtimestamp")
+            ):
+                # The range ends where schema() saw the table: rows and schema agree.
+                options["endingversion"] = str(self._version)
+            return DeltaDVChangeFeedReader(options, schema, packing)
+        pushdown = _pushdown_enabled(self.options)
+        version = self._version
+        if version is None:  # a user-given schema: Spark did not ask us for one
+            version = self._pinned().version()
+        options = dict(self.options)  # plain dict: the reader is pickled to executors
+        for key in (*VERSION_KEYS, TIMESTAMP_KEY):
+            options.pop(key, None)
+        options["version"] = str(version)
+        cls = DeltaDVReader if pushdown else DeltaDVPlainReader
+        return cls(options, schema, packing)
+
+
+def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
+    """Scan tasks as Spark partitions, each the JSON texts of the tasks it reads
+    (packed like Spark's files: ``_spark_util._pack``)."""
+    sizes = [task.size for task in tasks]
+    groups = pack(sizes, split_size, parallelism or max(1, len(tasks)))
+    return [InputPartition([tasks[i].json for i in group]) for group in groups]
+
+
+class DeltaDVPlainReader(DataSourceReader):
+    """Scan tasks packed into Spark partitions, planned without Spark's filters."""
+
+    def __init__(
+        self,
+        options: dict[str, str],
+        schema: StructType,
+        packing: tuple[int | None, int] = (None, DEFAULT_SPLIT_SIZE),
+    ) -> None:
+        self.options = options
+        self.schema = schema
+        self.predicate: Expression | None = None
+        # (default parallelism or None, maxPartitionBytes) of the registering session
+        self.parallelism, self.max_partition_bytes = packing
+
+    def _split(self) -> int:
+        return _split_size(self.options, self.max_partition_bytes)
+
+    def partitions(self) -> list[InputPartition]:
+        table = _open_table(self.options)
+        names = self.schema.fieldNames()
+        table_names = table.schema().names
+        missing = [n for n in names if n not in table_names]
+        if missing:
+            raise ValueError(
+                f"deltadv: no column(s) {missing} in {table.table_uri} (columns: {table_names})"
+            )
+        columns = None if names == table_names else names
+        # filter_rows=False: the predicate only prunes (files, row groups); Spark applies
+        # every filter to the rows, and a filter that does not bind just prunes nothing.
+        split = self._split()
+        tasks = table.scan_tasks(columns, self.predicate, filter_rows=False, split_size=split)
+        return _packed(tasks, split, self.parallelism)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:  # Spark's stand-in partition for an empty table
+            return
+        # Spark requires this exact Arrow schema (names, order, types, nullability).
+        target = to_arrow_schema(self.schema)
+        storage = _storage_options(self.options)
+        for text in partition.value:
+            for batch in ScanTask(text, storage).read():
+                if batch.schema != target:
+                    batch = pa.RecordBatch.from_arrays(
+                        [batch.column(f.name).cast(f.type) for f in target], schema=target
+                    )
+                yield batch
+
+
+class DeltaDVReader(DeltaDVPlainReader):
+    """:class:`DeltaDVPlainReader` with filter pushdown: the query's filters prune
+    partitions, files and row groups at planning; Spark still applies them all."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.predicate = filters_to_predicate(filters)
+        return filters  # all unhandled: we only prune, Spark filters the rows
+
+
+class DeltaDVChangeFeedReader(DeltaDVPlainReader):
+    """``readChangeFeed``: the range's change tasks, packed into Spark partitions."""
+
+    def partitions(self) -> list[InputPartition]:
+        feed = _change_feed(self.options) or {}
+        table = DeltaTable(
+            _table_uri(self.options), storage_options=_storage_options(self.options) or None
+        )
+        names = self.schema.fieldNames()
+        table_names = table.schema().names
+        wanted = [n for n in names if n not in CHANGE_COLUMNS]
+        columns = None if wanted == table_names else wanted
+        _, tasks = table.cdf_tasks(**feed, columns=columns)
+        return _packed(tasks, self._split(), self.parallelism)
+
+
+def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
+    """Register ``format("deltadv")`` in the session; with ``filter_pushdown``, also
+    set ``spark.sql.python.filterPushdown.enabled``, which reads with
+    ``option("filterPushdown", "true")`` need (see the module docs for the caveat).
+
+    The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
+    read here and kept on the registered class: reads pack their scan tasks into
+    partitions with them, as Spark packs files."""
+    try:
+        parallelism: int | None = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        parallelism = None
+    attrs = {
+        "_parallelism": parallelism,
+        "_max_partition_bytes": _session_split_size(spark),
+        "__module__": __name__,
+        "__doc__": DeltaDVDataSource.__doc__,
+    }
+    spark.dataSource.register(type("DeltaDVDataSource", (DeltaDVDataSource,), attrs))
+    if filter_pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
