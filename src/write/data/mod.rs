@@ -35,6 +35,9 @@ use crate::io::parquet::{create_file_writer, StoreFileWriter};
 use crate::io::TableStore;
 use crate::log::actions::{Add, Cdc};
 use crate::log::features;
+use crate::log::features::properties::{
+    DATA_SKIPPING_NUM_INDEXED_COLS, DATA_SKIPPING_STATS_COLUMNS,
+};
 use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 use crate::table::snapshot::Snapshot;
 
@@ -256,8 +259,8 @@ impl DataWriter {
         // cdc files carry no stats.
         layout
             .configuration
-            .insert(stats::NUM_INDEXED_COLS.into(), Some("0".into()));
-        layout.configuration.remove(stats::STATS_COLUMNS);
+            .insert(DATA_SKIPPING_NUM_INDEXED_COLS.into(), Some("0".into()));
+        layout.configuration.remove(DATA_SKIPPING_STATS_COLUMNS);
         let mut writer = DataWriter::try_new(store, layout, options)?;
         writer.change_data = true;
         Ok(writer)
