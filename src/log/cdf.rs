@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::actions::{Action, Metadata};
 use super::features::properties::TableProperties;
-use super::replay::normalize_path;
+use super::path::normalize_path;
 use crate::error::{Error, Result};
 use crate::format::descriptor::DeletionVectorDescriptor;
 

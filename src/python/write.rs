@@ -11,7 +11,7 @@ use pyo3::types::{PyCapsule, PyCapsuleMethods};
 use super::to_py;
 use crate::io::{block_on, TableStore};
 use crate::log::actions::Add;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::log::schema::StructType;
 use crate::write::data::WriterOptions;
 use crate::write::files::{self, SaveMode, WriteOptions};

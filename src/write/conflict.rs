@@ -39,7 +39,7 @@ use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, Add, Remove};
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 
 // The isolation level is a table property; its type lives with the keys.
 pub use crate::log::features::properties::IsolationLevel;

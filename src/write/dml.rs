@@ -58,7 +58,7 @@ use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Cdc};
 use crate::log::cdf::{self, ChangeType};
 use crate::log::features;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::log::schema::ColumnMappingMode;
 use crate::scan::{self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::Snapshot;

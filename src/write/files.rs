@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::Add;
 use crate::log::features::properties::COLUMN_MAPPING_MODE;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::log::schema::StructType;
 use crate::table::snapshot::Snapshot;
 

@@ -41,7 +41,7 @@ use crate::log::features;
 use crate::log::features::properties::{
     TableProperties, MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID,
 };
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::log::schema::{DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::{LiveFile, Snapshot};
