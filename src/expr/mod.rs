@@ -7,7 +7,7 @@
 //! | `mod.rs`     | the tree ([`Expr`], [`Literal`], [`Op`]), its SQL printing, its JSON form, the grammar (here) |
 //! | [`parse`]    | SQL text → [`Expr`] with the `sqlparser` crate; refuses what deltadv does not evaluate |
 //! | [`bind`]     | [`Expr`] + table schema → [`Predicate`]: columns resolved (nested, column mapping), literals converted to the column's type, strictly or leniently |
-//! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`FileStats`]), any [`ColumnStats`] |
+//! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`PruningStats`]), any [`ColumnStats`] |
 //! | [`eval`]     | [`Predicate::evaluate`]: SQL three-valued logic over an Arrow batch with arrow kernels |
 //! | [`value`]    | typed trees with Spark's type rules: [`ValueExpr`] (UPDATE/MERGE values) and predicates beyond column-vs-literal |
 //!
@@ -111,7 +111,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use self::bind::{Binding, BoundColumn, Predicate, Val};
-pub use self::prune::{ColumnStats, FileStats};
+pub use self::prune::{ColumnStats, PruningStats};
 pub use self::value::ValueExpr;
 
 /// Deepest nesting of parentheses, `NOT`s, arithmetic operators and `CASE`s

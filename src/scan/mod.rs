@@ -26,7 +26,7 @@ use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
-use crate::expr::{FileStats, Predicate};
+use crate::expr::{Predicate, PruningStats};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{self, ColumnMappingMode, StructType};
@@ -119,7 +119,7 @@ pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanF
         .filter(|f| match filter {
             None => true,
             Some(p) => {
-                let stats = FileStats::parse(f.add.stats.as_deref());
+                let stats = PruningStats::parse(f.add.stats.as_deref());
                 p.may_match_file(&f.add.partition_values, Some(&stats))
             }
         })

@@ -29,7 +29,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use self::partition::PartitionValue;
-use self::stats::{FileStats, StatsSpec};
+use self::stats::{StatsSpec, WrittenFileStats};
 use crate::error::{Error, Result};
 use crate::io::parquet::{create_file_writer, StoreFileWriter};
 use crate::io::TableStore;
@@ -145,7 +145,7 @@ struct OpenFile {
     /// Relative to the table root, decoded.
     relative: String,
     writer: StoreFileWriter,
-    stats: FileStats,
+    stats: WrittenFileStats,
     rows: usize,
     last_write: u64,
 }
@@ -418,7 +418,7 @@ impl DataWriter {
             key,
             relative,
             writer,
-            stats: FileStats::new(&self.stats),
+            stats: WrittenFileStats::new(&self.stats),
             rows: 0,
             last_write: self.writes,
         });

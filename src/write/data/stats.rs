@@ -363,9 +363,11 @@ struct LeafStats {
     max: Option<Bound>,
 }
 
-/// The stats of one data file, accumulated batch by batch.
+/// The stats of one data file being written, accumulated batch by batch and
+/// serialised into its `add.stats`. (Stats read back from the log for
+/// pruning are [`crate::expr::PruningStats`].)
 #[derive(Debug, Clone)]
-pub struct FileStats {
+pub struct WrittenFileStats {
     num_records: u64,
     /// One entry per leaf of the spec, depth first.
     leaves: Vec<LeafStats>,
@@ -440,14 +442,16 @@ fn bounds(array: &ArrayRef, dt: &DataType, column: &str) -> Result<Option<(Bound
     })
 }
 
-impl FileStats {
-    pub fn new(spec: &StatsSpec) -> FileStats {
-        FileStats {
+impl WrittenFileStats {
+    /// No rows yet, for the columns `spec` collects stats of.
+    pub fn new(spec: &StatsSpec) -> WrittenFileStats {
+        WrittenFileStats {
             num_records: 0,
             leaves: vec![LeafStats::default(); leaf_count(&spec.columns)],
         }
     }
 
+    /// Rows added so far.
     pub fn num_records(&self) -> u64 {
         self.num_records
     }
@@ -744,7 +748,7 @@ mod tests {
         let spec = StatsSpec::new(fields, ColumnMappingMode::None, &config, true).unwrap();
         let batch =
             RecordBatch::try_from_iter(fields.iter().map(|f| f.name.clone()).zip(columns)).unwrap();
-        let mut stats = FileStats::new(&spec);
+        let mut stats = WrittenFileStats::new(&spec);
         // two halves: bounds merge across batches
         let half = batch.num_rows() / 2;
         stats.update(&spec, &batch.slice(0, half)).unwrap();
@@ -1016,7 +1020,7 @@ mod tests {
             ("dt", Arc::new(dates)),
         ])
         .unwrap();
-        let mut stats = FileStats::new(&spec);
+        let mut stats = WrittenFileStats::new(&spec);
         stats.update(&spec, &batch).unwrap();
         let text = stats.to_json(&spec);
         assert!(
