@@ -4,5 +4,5 @@ pub mod parquet;
 pub mod runtime;
 pub mod store;
 
-pub use runtime::{block_on, spawn_blocking};
+pub use runtime::{block_on, sleep, spawn_blocking, spawn_read_ahead};
 pub use store::{Counts, TableStore};

@@ -369,7 +369,7 @@ impl<'a> Transaction<'a> {
                     ),
                 ));
             }
-            tokio::time::sleep(backoff(outcome.attempts)).await;
+            crate::io::sleep(backoff(outcome.attempts)).await;
             // Lost the race for `version`: check every commit made since this
             // transaction's read version (the one that won `version` and any
             // made while backing off), then try the version after the latest.
