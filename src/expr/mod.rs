@@ -1,6 +1,8 @@
-//! Expressions: deltadv's SQL subset for predicates (and, next, UPDATE's
-//! `SET` values), as text or as JSON, bound to a table schema and used two
-//! ways: to prune (partitions, files, row groups) and to evaluate over Arrow.
+//! Expressions: deltadv's SQL subset for predicates and for the values UPDATE
+//! `SET`s and MERGE assigns and inserts, as text or as JSON, bound to a table
+//! schema. Predicates are used two ways: to prune (partitions, files, row
+//! groups) and to evaluate over Arrow; values ([`ValueExpr`]) are evaluated
+//! over Arrow into the column's type.
 //!
 //! | file         | what it does                                                        |
 //! |--------------|---------------------------------------------------------------------|

@@ -3,6 +3,9 @@
 //! `interval 1 week`, `interval 7 days`, `interval 2 days 12 hours`, or the
 //! same without the `interval` keyword. Months and years are refused, as Delta
 //! refuses them for these properties (their length in time is not fixed).
+//!
+//! Only the syntax lives here; the keys, their defaults and the typed
+//! accessors are in [`crate::log::features::properties`].
 
 use crate::error::{Error, Result};
 

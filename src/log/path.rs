@@ -19,7 +19,7 @@
 //! parsed name formats back to itself.
 //!
 //! Paths of data files as actions record them are compared through
-//! [`normalize_path`], the one place that decodes them.
+//! [`normalize_path`](crate::log::path::normalize_path), the one place that decodes them.
 
 /// The log folder, relative to the table root.
 pub const LOG_DIR: &str = "_delta_log";

@@ -7,6 +7,17 @@
 //! ([`selection`]). Row indexes are always physical: a row's index is
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
+//!
+//! | file | what it does |
+//! |---|---|
+//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]) |
+//! | [`selection`] | a deletion vector → a parquet row selection and per-batch keep-masks, by physical row index (pure) |
+//! | [`pruning`] | parquet row-group statistics for a predicate's columns; Delta → parquet column matching (pure) |
+//! | [`conform`] | a column as read from a file → the table's logical type (missing children, field ids, type widening, variants) |
+//! | [`task`] | scan tasks as serializable data, so executors read files without replaying the log |
+//! | [`cdf`] | Change Data Feed reads: a version range → scan tasks carrying each row's change type |
+//!
+//! Storage and the runtime are reached through [`crate::io`] only.
 
 pub mod cdf;
 pub mod conform;
