@@ -324,3 +324,85 @@ def test_the_key_check_sees_a_key_outside_tests() -> None:
         'const K: &str = "delta.appendOnly";\n#[cfg(test)]\nmod t { const T: &str = "delta.x"; }\n'
     )
     assert _DELTA_KEY.findall(_non_test_code(code)) == ['"delta.']
+
+
+# --- no import loop among the log modules ------------------------------------------------
+
+_LOG_REF = re.compile(r"\b(crate::log|super(?:::super)*)((?:::\w+)+)")
+
+
+def _module_path(file: str) -> tuple[str, ...]:
+    """``log/features/mod.rs`` -> (log, features); ``log/cdf.rs`` -> (log, cdf)."""
+    parts = file.removesuffix(".rs").split("/")
+    return tuple(parts[:-1] if parts[-1] == "mod" else parts)
+
+
+def _log_edges(files: dict[str, str]) -> dict[str, set[str]]:
+    """File -> the log files its code (tests apart) refers to, leaving out its own
+    parent and children (a folder module and its files are one unit there)."""
+    by_module = {_module_path(f): f for f in files}
+    edges: dict[str, set[str]] = {f: set() for f in files}
+    for file, source in files.items():
+        here = _module_path(file)
+        for m in _LOG_REF.finditer(_rust_code(_non_test_code(source))):
+            head, tail = m.group(1), m.group(2).split("::")[1:]
+            if head == "crate::log":
+                target = ("log", *tail)
+            else:
+                up = head.count("super")
+                target = (*here[:-up], *tail)
+            while target and target not in by_module:
+                target = target[:-1]
+            related = target[: len(here)] == here or here[: len(target)] == target
+            if target and not related:
+                edges[file].add(by_module[target])
+    return edges
+
+
+def _a_cycle(edges: dict[str, set[str]]) -> list[str]:
+    """One import cycle (its files, the first repeated at the end), or []."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_log_modules_import_each_other_without_a_loop() -> None:
+    files = {name: source for name, source in _rust_files().items() if name.startswith("log/")}
+    edges = _log_edges(files)
+    assert _a_cycle(edges) == []
+    # the key home is below everything that reads keys
+    assert "log/features/properties.rs" in edges["log/features/mod.rs"] | edges["log/cdf.rs"]
+    assert not edges["log/features/properties.rs"] - {"log/actions.rs", "log/interval.rs"}
+
+
+def test_the_loop_check_sees_a_loop() -> None:
+    """The check above is not vacuous: features -> cdf -> features is found; a
+    folder module using its own files (and they it) is not a loop."""
+    files = {
+        "log/features/mod.rs": "use super::cdf::X;\npub use properties::K;\n",
+        "log/features/properties.rs": "use super::reader_features;\n",
+        "log/cdf.rs": "fn f() { super::features::property_is_true(m, K) }\n",
+        "log/actions.rs": "// crate::log::cdf in a comment\n",
+    }
+    edges = _log_edges(files)
+    assert edges["log/cdf.rs"] == {"log/features/mod.rs"}
+    assert edges["log/actions.rs"] == set()
+    assert _a_cycle(edges) == ["log/cdf.rs", "log/features/mod.rs", "log/cdf.rs"]
+    files["log/cdf.rs"] = "use crate::log::features::properties::K;\n"
+    assert _a_cycle(_log_edges(files)) == []
