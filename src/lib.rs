@@ -9,10 +9,12 @@
 //! | [`format::rows`]    | RoaringBitmapArray bytes → sorted row indexes, no bitmap built (checked) | no |
 //! | [`format::file`]    | DV file framing: version, BE size, bitmap, BE CRC-32          | no  |
 //! | [`format::descriptor`] | `deletionVector` descriptors, validated at construction    | no  |
-//! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind    | no  |
-//! | [`log`]             | actions, segments, replay, schema, table features; [`log::cdf`]: the rows each commit changed | no  |
-//! | [`expr`]            | predicates: SQL (sqlparser) or JSON → tree, binding, pruning, Arrow evaluation | no |
-//! | [`io`]              | the only module that reads storage                            | yes |
+//! | [`log::path`]       | typed `_delta_log` file names: parse and format every kind; `normalize_path` for action paths | no |
+//! | [`log::features`]   | table features (which deltadv reads, which each write keeps), protocol upgrades and downgrades, type widening | no |
+//! | [`log::features::properties`] | every `delta.*` key (table properties, column metadata, domains), read through typed accessors | no |
+//! | [`log`]             | actions, segments, replay, schema; [`log::cdf`]: the rows each commit changed | no  |
+//! | [`expr`]            | predicates and UPDATE/MERGE values: SQL (sqlparser) or JSON → tree, binding, pruning, Arrow evaluation | no |
+//! | [`io`]              | the only module that reads storage or names tokio / object_store (runtime, tasks, backoff sleep) | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read; [`scan::cdf`]: Change Data Feed reads | yes |
 //! | [`write::transaction`] | the one transaction every commit goes through: retries, conflict checks and rebases, in-commit timestamps, row ids, checkpoints | yes |

@@ -1,13 +1,15 @@
-//! Expressions: deltadv's SQL subset for predicates (and, next, UPDATE's
-//! `SET` values), as text or as JSON, bound to a table schema and used two
-//! ways: to prune (partitions, files, row groups) and to evaluate over Arrow.
+//! Expressions: deltadv's SQL subset for predicates and for the values UPDATE
+//! `SET`s and MERGE assigns and inserts, as text or as JSON, bound to a table
+//! schema. Predicates are used two ways: to prune (partitions, files, row
+//! groups) and to evaluate over Arrow; values ([`ValueExpr`]) are evaluated
+//! over Arrow into the column's type.
 //!
 //! | file         | what it does                                                        |
 //! |--------------|---------------------------------------------------------------------|
 //! | `mod.rs`     | the tree ([`Expr`], [`Literal`], [`Op`]), its SQL printing, its JSON form, the grammar (here) |
 //! | [`parse`]    | SQL text → [`Expr`] with the `sqlparser` crate; refuses what deltadv does not evaluate |
 //! | [`bind`]     | [`Expr`] + table schema → [`Predicate`]: columns resolved (nested, column mapping), literals converted to the column's type, strictly or leniently |
-//! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`FileStats`]), any [`ColumnStats`] |
+//! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`PruningStats`]), any [`ColumnStats`] |
 //! | [`eval`]     | [`Predicate::evaluate`]: SQL three-valued logic over an Arrow batch with arrow kernels |
 //! | [`value`]    | typed trees with Spark's type rules: [`ValueExpr`] (UPDATE/MERGE values) and predicates beyond column-vs-literal |
 //!
@@ -113,7 +115,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use self::bind::{Binding, BoundColumn, Predicate, Val};
-pub use self::prune::{ColumnStats, FileStats};
+pub use self::prune::{ColumnStats, PruningStats};
 pub use self::value::ValueExpr;
 
 /// Deepest nesting of parentheses, `NOT`s, arithmetic operators and `CASE`s

@@ -1,6 +1,6 @@
 //! Pruning: could any row of a set (a partition, a data file, a row group)
 //! satisfy a [`Predicate`]? Given what is known about each column — exact
-//! partition values, `add.stats` ([`FileStats`]), parquet statistics (read by
+//! partition values, `add.stats` ([`PruningStats`]), parquet statistics (read by
 //! `scan::pruning`) — [`Predicate::may_match`] answers `false` only as a
 //! proof that no row does; anything unknown answers `true`. Pruning never
 //! drops a matching row, so Spark may still apply the full filter afterwards.
@@ -112,7 +112,7 @@ impl Predicate {
     pub fn may_match_file(
         &self,
         values: &HashMap<String, Option<String>>,
-        stats: Option<&FileStats>,
+        stats: Option<&PruningStats>,
     ) -> bool {
         self.may_match(&|i| {
             let c = self.columns.get(i)?;
@@ -284,21 +284,23 @@ fn json_bound(v: &Value, c: &BoundColumn, upper: bool) -> Option<Val> {
     })
 }
 
-/// File-level stats from `add.stats`, for [`Predicate::may_match`].
-pub struct FileStats {
+/// What a file's `add.stats` (as read from the log) says, for
+/// [`Predicate::may_match`]: the pruning view of stats. The stats a writer
+/// collects for a new file are [`crate::write::data::stats::WrittenFileStats`].
+pub struct PruningStats {
     value: Option<Value>,
     num_records: Option<i64>,
 }
 
-impl FileStats {
+impl PruningStats {
     /// Parse `add.stats` (unparseable or absent stats: nothing known).
-    pub fn parse(stats: Option<&str>) -> FileStats {
+    pub fn parse(stats: Option<&str>) -> PruningStats {
         let value: Option<Value> = stats.and_then(|s| serde_json::from_str(s).ok());
         let num_records = value
             .as_ref()
             .and_then(|v| v.get("numRecords"))
             .and_then(Value::as_i64);
-        FileStats { value, num_records }
+        PruningStats { value, num_records }
     }
 
     /// `numRecords` (physical rows).
@@ -523,22 +525,22 @@ mod tests {
     fn file_stats_respect_wide_bounds() {
         let p = bind("id > 100").unwrap();
         let c = p.columns()[0].clone();
-        let fs = FileStats::parse(Some(
+        let fs = PruningStats::parse(Some(
             r#"{"numRecords":10,"minValues":{"id":1},"maxValues":{"id":100},"nullCount":{"id":3},"tightBounds":false}"#,
         ));
         assert_eq!(fs.num_records(), Some(10));
         let s = fs.column(&c).unwrap();
         assert!(!s.all_null && !s.none_null);
         assert!(!p.may_match(&|_| fs.column(&c)));
-        let fs = FileStats::parse(Some(r#"{"numRecords":4,"nullCount":{"id":4}}"#));
+        let fs = PruningStats::parse(Some(r#"{"numRecords":4,"nullCount":{"id":4}}"#));
         assert!(fs.column(&c).unwrap().all_null);
-        assert!(FileStats::parse(Some("not json")).column(&c).is_none());
-        assert!(FileStats::parse(None).column(&c).is_none());
+        assert!(PruningStats::parse(Some("not json")).column(&c).is_none());
+        assert!(PruningStats::parse(None).column(&c).is_none());
         // strings of 32+ characters may be truncated prefixes: no upper bound
         let p = bind("part > 'zz'").unwrap();
         let c = p.columns()[0].clone();
         let long = "a".repeat(32);
-        let fs = FileStats::parse(Some(&format!(
+        let fs = PruningStats::parse(Some(&format!(
             r#"{{"numRecords":1,"minValues":{{"part":"{long}"}},"maxValues":{{"part":"{long}"}}}}"#
         )));
         assert_eq!(fs.column(&c).unwrap().max, None);
@@ -546,7 +548,7 @@ mod tests {
         // decimals given as JSON floats are widened by one unit
         let p = bind("amount > 1.23").unwrap();
         let c = p.columns()[0].clone();
-        let fs = FileStats::parse(Some(
+        let fs = PruningStats::parse(Some(
             r#"{"numRecords":1,"minValues":{"amount":1.23},"maxValues":{"amount":1.23}}"#,
         ));
         assert!(p.may_match(&|_| fs.column(&c)));
@@ -560,7 +562,7 @@ mod tests {
             Binding::Strict,
         )
         .unwrap();
-        let fs = FileStats::parse(Some(
+        let fs = PruningStats::parse(Some(
             r#"{"numRecords":1,"minValues":{"t":"2024-01-01T00:00:00.000Z"},"maxValues":{"t":"2024-01-01T00:00:00.000Z"},"nullCount":{"t":0}}"#,
         ));
         let c = p.columns()[0].clone();

@@ -5,5 +5,5 @@ pub mod runtime;
 pub mod store;
 
 pub use object_store::path::Path as StorePath;
-pub use runtime::{block_on, spawn_blocking};
+pub use runtime::{block_on, sleep, spawn_blocking, spawn_read_ahead};
 pub use store::{Counts, TableStore};

@@ -4,6 +4,8 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use futures::stream::{BoxStream, Stream, StreamExt};
+
 use crate::error::{Error, Result};
 
 static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
@@ -82,4 +84,64 @@ where
         path: "<task>".to_string(),
         source: std::io::Error::other(e),
     })
+}
+
+/// Wait `duration` without holding a worker (e.g. a commit retry's backoff).
+pub async fn sleep(duration: std::time::Duration) {
+    tokio::time::sleep(duration).await;
+}
+
+/// `items`, produced by a task of their own on the runtime so the producer
+/// runs ahead of the consumer, but at most `budget` units ahead: each item
+/// weighs `weight(&item)` units (at least 1, at most `budget`) from when it
+/// is produced until the consumer takes it. The producer stops after an item
+/// for which `is_last` is true (e.g. an error), or when the consumer drops
+/// the stream. If the task dies instead of ending (a panic), the stream ends
+/// with `on_task_failure(why)`, so a failure never looks like a short stream.
+///
+/// Must be called within the runtime (from code it drives).
+pub fn spawn_read_ahead<T, S, F>(
+    items: S,
+    budget: usize,
+    weight: fn(&T) -> usize,
+    is_last: fn(&T) -> bool,
+    on_task_failure: F,
+) -> BoxStream<'static, T>
+where
+    T: Send + 'static,
+    S: Stream<Item = T> + Send + 'static,
+    F: FnOnce(String) -> T + Send + 'static,
+{
+    let budget_units = budget.max(1);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(budget_units));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(T, tokio::sync::OwnedSemaphorePermit)>();
+    let task = tokio::spawn(async move {
+        let mut items = std::pin::pin!(items);
+        while let Some(item) = items.next().await {
+            let last = is_last(&item);
+            let want = u32::try_from(weight(&item).clamp(1, budget_units)).unwrap_or(u32::MAX);
+            // Waits while the consumer is `budget` behind; the semaphore is
+            // never closed, so this fails only if it were.
+            let Ok(permit) = semaphore.clone().acquire_many_owned(want).await else {
+                return;
+            };
+            if tx.send((item, permit)).is_err() || last {
+                return; // the consumer went away, or that was the last item
+            }
+        }
+    });
+    // When the channel closes, the task has ended: a task that died (a
+    // panic) must not look like a stream that simply ended. The permit of an
+    // item is given back when the consumer takes the item.
+    futures::stream::unfold(Some((rx, task, on_task_failure)), |state| async move {
+        let (mut rx, task, on_task_failure) = state?;
+        match rx.recv().await {
+            Some((item, _permit)) => Some((item, Some((rx, task, on_task_failure)))),
+            None => match task.await {
+                Ok(()) => None,
+                Err(e) => Some((on_task_failure(e.to_string()), None)),
+            },
+        }
+    })
+    .boxed()
 }

@@ -22,12 +22,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::actions::{Action, Metadata};
-use super::replay::normalize_path;
+use super::features::properties::TableProperties;
+use super::path::normalize_path;
 use crate::error::{Error, Result};
 use crate::format::descriptor::DeletionVectorDescriptor;
 
-/// The table property that turns the feed on.
-pub const ENABLE_CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
 /// The column saying how a row changed (stored in `cdc` files, added otherwise).
 pub const CHANGE_TYPE_COLUMN: &str = "_change_type";
 /// The version of the commit that changed a row.
@@ -94,7 +93,7 @@ pub struct ChangedFile {
 /// Whether the feed is on in `metadata` (`delta.enableChangeDataFeed`, read
 /// case-insensitively as Delta Spark does).
 pub fn is_enabled(metadata: &Metadata) -> bool {
-    super::features::property_is_true(metadata, ENABLE_CHANGE_DATA_FEED)
+    TableProperties::of(metadata).enable_change_data_feed()
 }
 
 /// A MERGE that says it changed no row: Delta Spark serves no change for it

@@ -3,15 +3,11 @@
 //! `interval 1 week`, `interval 7 days`, `interval 2 days 12 hours`, or the
 //! same without the `interval` keyword. Months and years are refused, as Delta
 //! refuses them for these properties (their length in time is not fixed).
+//!
+//! Only the syntax lives here; the keys, their defaults and the typed
+//! accessors are in [`crate::log::features::properties`].
 
 use crate::error::{Error, Result};
-use crate::log::actions::Metadata;
-
-/// `delta.deletedFileRetentionDuration`: how long a `remove` stays a
-/// tombstone (in checkpoints, and for VACUUM).
-pub const DELETED_FILE_RETENTION_KEY: &str = "delta.deletedFileRetentionDuration";
-/// Its default, as in Delta Spark.
-pub const DEFAULT_DELETED_FILE_RETENTION: &str = "interval 1 week";
 
 const MS_PER_SECOND: i64 = 1_000;
 const MS_PER_MINUTE: i64 = 60 * MS_PER_SECOND;
@@ -74,18 +70,11 @@ pub fn parse_interval_ms(text: &str, key: &str) -> Result<i64> {
     i64::try_from(total_micros / 1_000).map_err(|_| bad("out of range"))
 }
 
-/// The table's tombstone retention in milliseconds.
-pub fn deleted_file_retention_ms(metadata: &Metadata) -> Result<i64> {
-    let text = metadata
-        .property(DELETED_FILE_RETENTION_KEY)
-        .unwrap_or(DEFAULT_DELETED_FILE_RETENTION);
-    parse_interval_ms(text, DELETED_FILE_RETENTION_KEY)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::log::features::properties::DELETED_FILE_RETENTION_DURATION;
 
     #[test]
     fn intervals_as_delta_writes_them() {
@@ -113,11 +102,11 @@ mod tests {
             ("interval 1.5 days", "\"1.5\" is not a whole number"),
             ("interval 9223372036854775807 weeks", "out of range"),
         ] {
-            let e = parse_interval_ms(text, DELETED_FILE_RETENTION_KEY)
+            let e = parse_interval_ms(text, DELETED_FILE_RETENTION_DURATION)
                 .unwrap_err()
                 .to_string();
             assert!(
-                e.contains(DELETED_FILE_RETENTION_KEY)
+                e.contains(DELETED_FILE_RETENTION_DURATION)
                     && e.contains(&format!("{text:?}"))
                     && e.contains(why),
                 "{text:?}: {e}"

@@ -7,7 +7,7 @@ pub mod checkpoint;
 pub mod features;
 /// Duration table properties (`interval 1 week`).
 pub mod interval;
-/// Typed names of the files in `_delta_log` (commits, checkpoints, compactions, CRC, `_last_checkpoint`, sidecars).
+/// Typed names of the files in `_delta_log` (commits, checkpoints, compactions, CRC, `_last_checkpoint`, sidecars), and [`path::normalize_path`] for the file paths actions record.
 pub mod path;
 pub mod replay;
 pub mod schema;

@@ -17,6 +17,9 @@
 //! Parsing is strict (exact digit widths, ASCII digits only, numbers that fit,
 //! part `1..=parts`, compaction `start <= end`, hyphenated UUIDs), so every
 //! parsed name formats back to itself.
+//!
+//! Paths of data files as actions record them are compared through
+//! [`normalize_path`](crate::log::path::normalize_path), the one place that decodes them.
 
 /// The log folder, relative to the table root.
 pub const LOG_DIR: &str = "_delta_log";
@@ -257,11 +260,31 @@ impl LogPath {
     }
 }
 
+/// Normalise a file path from an action (`add`, `remove`, `cdc`): URL-decoded,
+/// as the log stores it percent-encoded. Two actions name the same file exactly
+/// when their normalised paths are equal.
+pub fn normalize_path(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn action_paths_are_url_decoded() {
+        assert_eq!(
+            normalize_path("a%20b/c%3D1/part-0.parquet"),
+            "a b/c=1/part-0.parquet"
+        );
+        assert_eq!(normalize_path("plain.parquet"), "plain.parquet");
+        // invalid UTF-8 after decoding is replaced, not an error
+        assert_eq!(normalize_path("x%FF"), "x\u{FFFD}");
+    }
 
     fn any_path() -> impl Strategy<Value = LogPath> {
         prop_oneof![

@@ -10,18 +10,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use percent_encoding::percent_decode_str;
-
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, Add, DomainMetadata, Metadata, Protocol, Remove, Txn};
+use crate::log::path::normalize_path;
 
 /// The reconciliation key of a file action.
 pub type FileKey = (String, Option<String>);
-
-/// Normalise a log path: URL-decoded.
-pub fn normalize_path(path: &str) -> String {
-    percent_decode_str(path).decode_utf8_lossy().into_owned()
-}
 
 fn key_of(path: &str, dv: Option<&crate::format::descriptor::DeletionVectorDescriptor>) -> FileKey {
     (normalize_path(path), dv.map(|d| d.unique_id()))

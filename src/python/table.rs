@@ -466,7 +466,7 @@ impl RawDeltaTable {
                     })?;
                 paths.extend(
                     adds.iter()
-                        .map(|a| crate::log::replay::normalize_path(&a.path)),
+                        .map(|a| crate::log::path::normalize_path(&a.path)),
                 );
             }
             block_on(crate::write::files::remove_uncommitted(&store, &paths))?

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use super::stream::{ArrowSchema, BatchReader};
 use super::{rows_from_object, to_py};
 use crate::io::{block_on, TableStore};
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 
 fn json_error(context: &str) -> impl Fn(serde_json::Error) -> crate::Error + '_ {
     move |source| crate::Error::Json {

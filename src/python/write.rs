@@ -12,7 +12,7 @@ use super::options::WriteArgs;
 use super::to_py;
 use crate::io::{block_on, TableStore};
 use crate::log::actions::Add;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::log::schema::StructType;
 use crate::write::files;
 

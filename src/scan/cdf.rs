@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 use crate::expr::{Binding, Filter, Predicate};
 use crate::io::TableStore;
 use crate::log::actions::{self, Action};
-use crate::log::cdf::{self, ENABLE_CHANGE_DATA_FEED};
+use crate::log::cdf;
+use crate::log::features::properties::ENABLE_CHANGE_DATA_FEED;
 use crate::log::path::LogPath;
 use crate::table::snapshot::Snapshot;
 

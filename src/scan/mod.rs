@@ -7,6 +7,17 @@
 //! ([`selection`]). Row indexes are always physical: a row's index is
 //! its position in the whole file, derived from row-group row counts, never
 //! from its position in an output batch (see [`selection`]).
+//!
+//! | file | what it does |
+//! |---|---|
+//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]) |
+//! | [`selection`] | a deletion vector → a parquet row selection and per-batch keep-masks, by physical row index (pure) |
+//! | [`pruning`] | parquet row-group statistics for a predicate's columns; Delta → parquet column matching (pure) |
+//! | [`conform`] | a column as read from a file → the table's logical type (missing children, field ids, type widening, variants) |
+//! | [`task`] | scan tasks as serializable data, so executors read files without replaying the log |
+//! | [`cdf`] | Change Data Feed reads: a version range → scan tasks carrying each row's change type |
+//!
+//! Storage and the runtime are reached through [`crate::io`] only.
 
 pub mod cdf;
 pub mod conform;
@@ -26,7 +37,7 @@ use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
-use crate::expr::{FileStats, Predicate};
+use crate::expr::{Predicate, PruningStats};
 use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::schema::{self, ColumnMappingMode, StructType};
@@ -119,7 +130,7 @@ pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanF
         .filter(|f| match filter {
             None => true,
             Some(p) => {
-                let stats = FileStats::parse(f.add.stats.as_deref());
+                let stats = PruningStats::parse(f.add.stats.as_deref());
                 p.may_match_file(&f.add.partition_values, Some(&stats))
             }
         })
@@ -921,53 +932,23 @@ pub fn read_ahead(
     file: ScanFile,
     deleted: DeletedRows,
 ) -> BatchStream {
-    // Each batch in the channel holds permits for its bytes (at least one,
-    // at most the whole budget), given back when the consumer takes it.
-    type Item = (
-        Result<RecordBatch>,
-        Option<tokio::sync::OwnedSemaphorePermit>,
-    );
-    let budget = Arc::new(tokio::sync::Semaphore::new(READ_AHEAD_BYTES));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Item>();
     let path = file.path.clone();
-    let task = tokio::spawn(async move {
-        let mut batches = match stream_file(&store, &spec, &file, deleted).await {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = tx.send((Err(e), None));
-                return;
-            }
-        };
-        while let Some(item) = batches.next().await {
-            let failed = item.is_err();
-            let bytes = item.as_ref().map_or(1, |b| b.get_array_memory_size());
-            let want = u32::try_from(bytes.clamp(1, READ_AHEAD_BYTES)).unwrap_or(u32::MAX);
-            // Waits while the consumer is READ_AHEAD_BYTES behind; the
-            // semaphore is never closed, so this fails only if it were.
-            let Ok(permit) = budget.clone().acquire_many_owned(want).await else {
-                return;
-            };
-            if tx.send((item, Some(permit))).is_err() || failed {
-                return; // the consumer went away, or the file failed
-            }
-        }
-    });
-    // When the channel closes, the task has ended: a task that died (a
-    // panic) must not look like a file that simply ended.
-    futures::stream::unfold(Some((rx, task, path)), |state| async move {
-        let (mut rx, task, path) = state?;
-        match rx.recv().await {
-            Some((item, _permit)) => Some((item, Some((rx, task, path)))),
-            None => match task.await {
-                Ok(()) => None,
-                Err(e) => Some((
-                    Err(Error::Internal(format!("reading {path} failed: {e}"))),
-                    None,
-                )),
-            },
+    let batches = futures::stream::once(async move {
+        match stream_file(&store, &spec, &file, deleted).await {
+            Ok(batches) => batches,
+            Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
         }
     })
-    .boxed()
+    .flatten();
+    // Each batch is read ahead holding its bytes of the budget (an error: one
+    // unit); the file stops at its first error.
+    crate::io::spawn_read_ahead(
+        batches,
+        READ_AHEAD_BYTES,
+        |item: &Result<RecordBatch>| item.as_ref().map_or(1, |b| b.get_array_memory_size()),
+        Result::is_err,
+        move |why| Err(Error::Internal(format!("reading {path} failed: {why}"))),
+    )
 }
 
 #[cfg(test)]

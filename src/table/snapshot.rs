@@ -20,8 +20,9 @@ use crate::log::actions::{
 };
 use crate::log::checkpoint::{self, AddColumns, CheckpointData};
 use crate::log::features;
+use crate::log::path::normalize_path;
 use crate::log::path::{LogPath, LOG_DIR};
-use crate::log::replay::{normalize_path, Replayer};
+use crate::log::replay::Replayer;
 use crate::log::schema::{self, ColumnMappingMode, StructType};
 use crate::log::segment::{build_segment, LastCheckpoint, LogFile, LogSegment};
 use crate::table::dv;

@@ -59,7 +59,7 @@ use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Cdc};
 use crate::log::cdf::{self, ChangeType};
 use crate::log::features;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::scan::{self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::Snapshot;
 
@@ -141,7 +141,7 @@ struct ChangeData {
 /// Whether a table with these properties records the change data feed.
 fn records_change_data(layout: &TableLayout) -> bool {
     layout.configuration.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case(cdf::ENABLE_CHANGE_DATA_FEED)
+        k.eq_ignore_ascii_case(features::properties::ENABLE_CHANGE_DATA_FEED)
             && v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("true"))
     })
 }

@@ -18,12 +18,9 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, CheckpointMetadata};
 use crate::log::features;
-use crate::log::interval;
+use crate::log::features::properties::{self, TableProperties};
 use crate::log::path::{CheckpointFormat, LogPath};
 use crate::table::snapshot::Snapshot;
-
-/// `delta.checkpointInterval` when unset.
-pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
 
 fn string() -> DataType {
     DataType::Utf8
@@ -141,7 +138,7 @@ fn ckpt_error(version: u64, e: impl std::fmt::Display) -> Error {
 /// `now_ms - delta.deletedFileRetentionDuration` are expired and left out (a
 /// `remove` without `deletionTimestamp` counts as deleted at 0).
 fn checkpoint_lines(snapshot: &Snapshot, now_ms: i64) -> Result<(Vec<String>, u64)> {
-    let retention = interval::deleted_file_retention_ms(snapshot.metadata())?;
+    let retention = properties::deleted_file_retention_ms(snapshot.metadata())?;
     let min_retained = now_ms.saturating_sub(retention);
     let mut lines: Vec<String> = vec![
         Action::Protocol(snapshot.protocol().clone()).to_json_line()?,
@@ -271,11 +268,6 @@ pub async fn write(snapshot: &Snapshot) -> Result<()> {
 /// Whether a commit of `version` on a table like `snapshot` should be
 /// followed by a checkpoint (`delta.checkpointInterval`, default 10).
 pub fn due(snapshot: &Snapshot, version: u64) -> bool {
-    let interval = snapshot
-        .metadata()
-        .property("delta.checkpointInterval")
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+    let interval = TableProperties::of(snapshot.metadata()).checkpoint_interval();
     version > 0 && version.is_multiple_of(interval)
 }

@@ -33,66 +33,16 @@
 //! Paths are compared after percent-decoding ([`normalize_path`]), as log
 //! replay does.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
+use std::collections::{BTreeMap, BTreeSet};
 
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, Add, Remove};
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 
-/// Table property naming the isolation level of writes.
-pub const ISOLATION_LEVEL_PROPERTY: &str = "delta.isolationLevel";
-
-/// Delta's isolation levels for writes (`delta.isolationLevel`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IsolationLevel {
-    /// Reads and writes are serializable: a concurrent append of a file this
-    /// transaction would have read is a conflict.
-    Serializable,
-    /// Writes are serializable; a concurrent blind append may be ordered after
-    /// this transaction. Delta's default.
-    #[default]
-    WriteSerializable,
-}
-
-impl IsolationLevel {
-    /// The name written to the table property and `commitInfo.isolationLevel`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IsolationLevel::Serializable => "Serializable",
-            IsolationLevel::WriteSerializable => "WriteSerializable",
-        }
-    }
-
-    /// Parse a `delta.isolationLevel` value (case as Delta writes it).
-    pub fn parse(value: &str) -> Result<Self> {
-        match value {
-            "Serializable" => Ok(IsolationLevel::Serializable),
-            "WriteSerializable" => Ok(IsolationLevel::WriteSerializable),
-            other => Err(Error::Unsupported(format!(
-                "{ISOLATION_LEVEL_PROPERTY} = {other:?}: expected \"Serializable\" or \
-                 \"WriteSerializable\""
-            ))),
-        }
-    }
-
-    /// The level configured in table properties (`metaData.configuration`);
-    /// WriteSerializable when unset.
-    pub fn from_configuration(configuration: &HashMap<String, Option<String>>) -> Result<Self> {
-        match configuration.get(ISOLATION_LEVEL_PROPERTY) {
-            Some(Some(v)) => Self::parse(v),
-            _ => Ok(Self::default()),
-        }
-    }
-}
-
-impl fmt::Display for IsolationLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+// The isolation level is a table property; its type lives with the keys.
+pub use crate::log::features::properties::IsolationLevel;
 
 /// What one winning commit did, as far as conflicts go.
 #[derive(Debug, Clone, Default)]
@@ -503,7 +453,9 @@ pub fn check_rows_disjoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::features::properties::ISOLATION_LEVEL;
     use serde_json::{json, Value};
+    use std::collections::HashMap;
 
     fn action(v: Value) -> Action {
         match Action::from_value(v, "test", 1) {
@@ -582,7 +534,7 @@ mod tests {
             Some(IsolationLevel::WriteSerializable)
         );
         conf.insert(
-            ISOLATION_LEVEL_PROPERTY.to_string(),
+            ISOLATION_LEVEL.to_string(),
             Some("Serializable".to_string()),
         );
         assert_eq!(
@@ -590,7 +542,7 @@ mod tests {
             Some(IsolationLevel::Serializable)
         );
         conf.insert(
-            ISOLATION_LEVEL_PROPERTY.to_string(),
+            ISOLATION_LEVEL.to_string(),
             Some("SnapshotIsolation".to_string()),
         );
         let err = IsolationLevel::from_configuration(&conf)

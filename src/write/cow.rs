@@ -15,7 +15,7 @@ use super::metrics::DeleteMetrics;
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::scan::{self, parquet_error, selection};
 
 /// One file to rewrite.

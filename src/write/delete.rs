@@ -28,7 +28,7 @@ use super::transaction::Transaction;
 use super::{live_files, READ_CONCURRENCY};
 use crate::error::{Error, Result};
 use crate::log::features;
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::table::snapshot::Snapshot;
 
 /// Check that deltadv may DELETE from this table; errors say why not.

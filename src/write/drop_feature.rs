@@ -141,7 +141,7 @@ pub async fn disable_deletion_vectors(snapshot: &Snapshot) -> Result<DropReport>
     let tombstone_paths: std::collections::HashSet<String> = current
         .tombstones()
         .iter()
-        .map(|r| crate::log::replay::normalize_path(&r.path))
+        .map(|r| crate::log::path::normalize_path(&r.path))
         .collect();
     let mut dv_files: Vec<String> = current
         .tombstones()

@@ -17,8 +17,9 @@ use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::Add;
-use crate::log::replay::normalize_path;
-use crate::log::schema::{StructType, COLUMN_MAPPING_MODE_KEY};
+use crate::log::features::properties::COLUMN_MAPPING_MODE;
+use crate::log::path::normalize_path;
+use crate::log::schema::StructType;
 use crate::table::snapshot::Snapshot;
 
 /// What to do about a table that exists (or not) where data is written.
@@ -97,11 +98,11 @@ pub async fn target(
             })?;
             let mapped = options
                 .configuration
-                .get(COLUMN_MAPPING_MODE_KEY)
+                .get(COLUMN_MAPPING_MODE)
                 .is_some_and(|m| !m.eq_ignore_ascii_case("none"));
             if mapped {
                 return Err(Error::Unsupported(format!(
-                    "creating a table with {COLUMN_MAPPING_MODE_KEY} (deltadv does not assign \
+                    "creating a table with {COLUMN_MAPPING_MODE} (deltadv does not assign \
                      physical names; create it with Delta Spark, then append)"
                 )));
             }

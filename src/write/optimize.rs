@@ -38,7 +38,10 @@ use crate::expr::{Binding, Predicate};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Metadata, Protocol, Remove};
 use crate::log::features;
-use crate::log::replay::normalize_path;
+use crate::log::features::properties::{
+    TableProperties, MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID,
+};
+use crate::log::path::normalize_path;
 use crate::log::schema::{DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
 use crate::table::snapshot::{LiveFile, Snapshot};
@@ -49,8 +52,6 @@ pub const DEFAULT_TARGET_SIZE: u64 = 1 << 30;
 /// Delta Spark's default `maxDeletedRowsRatio`: a file with more of its rows
 /// deleted is rewritten by OPTIMIZE whatever its size.
 pub const DEFAULT_MAX_DELETED_ROWS_RATIO: f64 = 0.05;
-/// The table property that sets the target size (bytes).
-pub const TARGET_FILE_SIZE_PROPERTY: &str = "delta.targetFileSize";
 
 /// Which compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,19 +170,9 @@ fn target_size_of(snapshot: &Snapshot, options: &CompactOptions) -> Result<u64> 
         }
         return Ok(size);
     }
-    match snapshot.metadata().property(TARGET_FILE_SIZE_PROPERTY) {
-        None => Ok(DEFAULT_TARGET_SIZE),
-        Some(text) => text
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|s| *s > 0)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                "the table property {TARGET_FILE_SIZE_PROPERTY} is {text:?}, not a number of bytes"
-            ))
-            }),
-    }
+    Ok(TableProperties::of(snapshot.metadata())
+        .target_file_size()?
+        .unwrap_or(DEFAULT_TARGET_SIZE))
 }
 
 /// Plan a compaction of `snapshot` (see the module docs).
@@ -191,16 +182,13 @@ pub fn plan(
     options: &CompactOptions,
 ) -> Result<CompactPlan> {
     features::check_compact(snapshot.protocol(), snapshot.metadata())?;
-    if features::configured_true(
-        &snapshot.metadata().configuration,
-        features::ENABLE_ROW_TRACKING,
-    ) && row_tracking_columns(snapshot.protocol(), snapshot.metadata()).is_none()
+    if TableProperties::of(snapshot.metadata()).enable_row_tracking()
+        && row_tracking_columns(snapshot.protocol(), snapshot.metadata()).is_none()
     {
         return Err(Error::Unsupported(format!(
             "the table tracks row ids but does not name the columns to materialize them in \
              ({} / {}): rewriting its files would change the rows' ids",
-            features::MATERIALIZED_ROW_ID,
-            features::MATERIALIZED_ROW_COMMIT_VERSION
+            MATERIALIZED_ROW_ID, MATERIALIZED_ROW_COMMIT_VERSION
         )));
     }
     if !(0.0..=1.0).contains(&options.max_deleted_rows_ratio) {
@@ -415,8 +403,7 @@ fn row_tracking_columns(protocol: &Protocol, metadata: &Metadata) -> Option<[Str
     if !features::is_supported(protocol, "rowTracking") {
         return None;
     }
-    let id = metadata.property(features::MATERIALIZED_ROW_ID)?;
-    let version = metadata.property(features::MATERIALIZED_ROW_COMMIT_VERSION)?;
+    let (id, version) = TableProperties::of(metadata).materialized_row_tracking_columns()?;
     Some([id.to_string(), version.to_string()])
 }
 

@@ -139,7 +139,7 @@ pub async fn restore(
         .collect();
     // Every file to add back (and its DV file) must still be there.
     for a in &add {
-        let path = crate::log::replay::normalize_path(&a.path);
+        let path = crate::log::path::normalize_path(&a.path);
         let location = store.resolve(&path)?;
         if !store.exists(&location).await? {
             return Err(Error::MissingDataFile {

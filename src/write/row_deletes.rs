@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::format::descriptor::{DeletionVectorDescriptor, StorageType};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Remove};
-use crate::log::replay::normalize_path;
+use crate::log::path::normalize_path;
 use crate::table::dv;
 use crate::table::snapshot::Snapshot;
 

@@ -50,13 +50,11 @@ use crate::io::TableStore;
 use crate::log::actions::{
     in_commit_timestamp as commit_ict, Action, DomainMetadata, Metadata, Protocol, RecordCount,
 };
-use crate::log::features::{
-    self, ENABLE_IN_COMMIT_TIMESTAMPS, ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION,
+use crate::log::features;
+use crate::log::features::properties::{
+    TableProperties, ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION, ROW_TRACKING_DOMAIN,
 };
 use crate::table::snapshot::Snapshot;
-
-/// The domain holding the row id high-water mark.
-pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
 
 /// Commit attempts before a busy table is given up on. Every lost attempt
 /// means another writer committed, so the table as a whole always moves on;
@@ -311,7 +309,7 @@ impl<'a> Transaction<'a> {
             row_id_high_water_mark,
         };
         if let (Some(v), Some(s)) = (self.read_version, self.snapshot) {
-            if features::property_is_true(&state.metadata, ENABLE_IN_COMMIT_TIMESTAMPS) {
+            if TableProperties::of(&state.metadata).enable_in_commit_timestamps() {
                 // The snapshot read its version's commit unless it starts at a
                 // checkpoint of that version: fetch it only then.
                 state.last_ict = match s.in_commit_timestamp() {
@@ -371,7 +369,7 @@ impl<'a> Transaction<'a> {
                     ),
                 ));
             }
-            tokio::time::sleep(backoff(outcome.attempts)).await;
+            crate::io::sleep(backoff(outcome.attempts)).await;
             // Lost the race for `version`: check every commit made since this
             // transaction's read version (the one that won `version` and any
             // made while backing off), then try the version after the latest.
@@ -506,7 +504,7 @@ fn in_commit_timestamp(
     version: u64,
     now: i64,
 ) -> Option<i64> {
-    let on = |m: &Metadata| features::property_is_true(m, ENABLE_IN_COMMIT_TIMESTAMPS);
+    let on = |m: &Metadata| TableProperties::of(m).enable_in_commit_timestamps();
     let was_on = on(&state.metadata);
     let is_on = new_metadata.as_deref().map_or(was_on, on);
     if !is_on {
@@ -571,6 +569,7 @@ fn assign_row_ids(version: u64, high_water_mark: i64, actions: &mut Vec<Action>)
 mod tests {
     use super::*;
     use crate::log::actions::Add;
+    use crate::log::features::properties::ENABLE_IN_COMMIT_TIMESTAMPS;
 
     fn add(path: &str, rows: Option<i64>, base: Option<i64>) -> Action {
         Action::Add(Box::new(Add {

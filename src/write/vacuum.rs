@@ -33,8 +33,8 @@ use serde_json::{json, Map, Value};
 use super::now_ms;
 use super::transaction::{FixedActions, Transaction};
 use crate::error::{Error, Result};
-use crate::log::interval::deleted_file_retention_ms;
-use crate::log::replay::normalize_path;
+use crate::log::features::properties::deleted_file_retention_ms;
+use crate::log::path::normalize_path;
 use crate::table::snapshot::Snapshot;
 
 /// The directory of change data files: not hidden from VACUUM.

@@ -4,6 +4,7 @@ goes through the Rust core, so no Python module names a file under ``_delta_log`
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "deltadv"
@@ -398,3 +399,186 @@ def test_the_json_check_sees_a_parse() -> None:
     code = "import json as j\ndef f(t):\n    return j.loads(t.json)['path']\n"
     assert _json_parses(ast.parse(code)) == ["j.loads"]
     assert _json_parses(ast.parse("import json\njson.dumps({})\n")) == []
+
+
+    assert _private_uses("from deltadv._spark_util import _to_arrow_schema\n") == []
+
+
+# --- Rust layering: tokio and object_store only in io, delta.* keys in one file ---------
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+#: Files outside ``src/io`` still allowed to name tokio or object_store: none (a
+#: file that needs an object path or a task uses ``crate::io``'s helpers).
+RUNTIME_ALLOWED: set[str] = set()
+#: Where the runtime and the object store may be named.
+RUNTIME_HOMES = ("io/",)
+
+#: Comments, string and char literals: what a source check must not read as code.
+_RUST_NON_CODE = re.compile(
+    r"//[^\n]*"  # line and doc comments
+    r"|/\*.*?\*/"  # block comments
+    r'|r(#*)".*?"\1'  # raw strings
+    r'|b?"(?:\\.|[^"\\])*"'  # strings
+    r"|b?'(?:\\.|[^'\\])'",  # char literals
+    re.S,
+)
+_RUNTIME_NAME = re.compile(r"\b(tokio|object_store)\b")
+
+
+def _rust_code(source: str) -> str:
+    """``source`` with comments and literals blanked (line numbers kept)."""
+    return _RUST_NON_CODE.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+
+
+def _runtime_mentions(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each tokio / object_store path or ``use`` in Rust code."""
+    code = _rust_code(source)
+    return [(code.count("\n", 0, m.start()) + 1, m.group(1)) for m in _RUNTIME_NAME.finditer(code)]
+
+
+def _rust_files() -> dict[str, str]:
+    files = {p.relative_to(SRC).as_posix(): p.read_text() for p in sorted(SRC.rglob("*.rs"))}
+    assert len(files) > 40, sorted(files)
+    return files
+
+
+def test_tokio_and_object_store_only_in_io() -> None:
+    files = _rust_files()
+    assert RUNTIME_ALLOWED <= set(files), "a stale allowance: the file is gone"
+    offenders = {
+        name: _runtime_mentions(source)
+        for name, source in files.items()
+        if not name.startswith(RUNTIME_HOMES) and name not in RUNTIME_ALLOWED
+    }
+    offenders = {name: found for name, found in offenders.items() if found}
+    assert not offenders, f"tokio/object_store named outside src/io (use crate::io): {offenders}"
+    # the homes do use them, so the scan reads what it should
+    assert _runtime_mentions(files["io/runtime.rs"])
+
+
+def test_the_runtime_check_sees_paths_not_comments() -> None:
+    """The check above is not vacuous: it finds uses and paths, not prose or strings."""
+    code = (
+        "use tokio::sync::Semaphore;\n"
+        "// tokio is not named here\n"
+        'const S: &str = "object_store::path";\n'
+        "/* object_store\n   nor here */\n"
+        "fn f() -> object_store::path::Path { todo!() }\n"
+        "async fn g() { tokio::time::sleep(d).await }\n"
+    )
+    assert _runtime_mentions(code) == [(1, "tokio"), (6, "object_store"), (7, "tokio")]
+    assert _runtime_mentions('/// Uses tokio.\nlet q = \'"\'; let s = "tokio";\n') == []
+
+
+#: The one file that spells ``delta.*`` keys (table properties, column metadata,
+#: domains); every other module imports them from it.
+PROPERTIES_HOME = "log/features/properties.rs"
+_DELTA_KEY = re.compile(r'"delta\.')
+
+
+def _non_test_code(source: str) -> str:
+    """The part of a Rust file before its ``#[cfg(test)]`` module."""
+    return source.split("#[cfg(test)]", 1)[0]
+
+
+def test_delta_keys_are_spelled_only_in_properties() -> None:
+    files = _rust_files()
+    offenders = {
+        name: len(_DELTA_KEY.findall(_non_test_code(source)))
+        for name, source in files.items()
+        if name != PROPERTIES_HOME
+    }
+    offenders = {name: n for name, n in offenders.items() if n}
+    assert not offenders, f"delta.* keys spelled outside {PROPERTIES_HOME}: {offenders}"
+    assert len(_DELTA_KEY.findall(files[PROPERTIES_HOME])) > 20
+
+
+def test_the_key_check_sees_a_key_outside_tests() -> None:
+    """The check above is not vacuous: a key in code counts, one in tests does not."""
+    code = (
+        'const K: &str = "delta.appendOnly";\n#[cfg(test)]\nmod t { const T: &str = "delta.x"; }\n'
+    )
+    assert _DELTA_KEY.findall(_non_test_code(code)) == ['"delta.']
+
+
+# --- no import loop among the log modules ------------------------------------------------
+
+_LOG_REF = re.compile(r"\b(crate::log|super(?:::super)*)((?:::\w+)+)")
+
+
+def _module_path(file: str) -> tuple[str, ...]:
+    """``log/features/mod.rs`` -> (log, features); ``log/cdf.rs`` -> (log, cdf)."""
+    parts = file.removesuffix(".rs").split("/")
+    return tuple(parts[:-1] if parts[-1] == "mod" else parts)
+
+
+def _log_edges(files: dict[str, str]) -> dict[str, set[str]]:
+    """File -> the log files its code (tests apart) refers to, leaving out its own
+    parent and children (a folder module and its files are one unit there)."""
+    by_module = {_module_path(f): f for f in files}
+    edges: dict[str, set[str]] = {f: set() for f in files}
+    for file, source in files.items():
+        here = _module_path(file)
+        for m in _LOG_REF.finditer(_rust_code(_non_test_code(source))):
+            head, tail = m.group(1), m.group(2).split("::")[1:]
+            if head == "crate::log":
+                target = ("log", *tail)
+            else:
+                up = head.count("super")
+                target = (*here[:-up], *tail)
+            while target and target not in by_module:
+                target = target[:-1]
+            related = target[: len(here)] == here or here[: len(target)] == target
+            if target and not related:
+                edges[file].add(by_module[target])
+    return edges
+
+
+def _a_cycle(edges: dict[str, set[str]]) -> list[str]:
+    """One import cycle (its files, the first repeated at the end), or []."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_log_modules_import_each_other_without_a_loop() -> None:
+    files = {name: source for name, source in _rust_files().items() if name.startswith("log/")}
+    edges = _log_edges(files)
+    assert _a_cycle(edges) == []
+    # the key home is below everything that reads keys
+    assert "log/features/properties.rs" in edges["log/features/mod.rs"] | edges["log/cdf.rs"]
+    assert not edges["log/features/properties.rs"] - {"log/actions.rs", "log/interval.rs"}
+
+
+def test_the_loop_check_sees_a_loop() -> None:
+    """The check above is not vacuous: features -> cdf -> features is found; a
+    folder module using its own files (and they it) is not a loop."""
+    files = {
+        "log/features/mod.rs": "use super::cdf::X;\npub use properties::K;\n",
+        "log/features/properties.rs": "use super::reader_features;\n",
+        "log/cdf.rs": "fn f() { super::features::property_is_true(m, K) }\n",
+        "log/actions.rs": "// crate::log::cdf in a comment\n",
+    }
+    edges = _log_edges(files)
+    assert edges["log/cdf.rs"] == {"log/features/mod.rs"}
+    assert edges["log/actions.rs"] == set()
+    assert _a_cycle(edges) == ["log/cdf.rs", "log/features/mod.rs", "log/cdf.rs"]
+    files["log/cdf.rs"] = "use crate::log::features::properties::K;\n"
+    assert _a_cycle(_log_edges(files)) == []

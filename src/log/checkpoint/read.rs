@@ -20,8 +20,8 @@ use parquet::arrow::ProjectionMask;
 use super::{split_batch, AddColumns};
 use crate::error::{Error, Result};
 use crate::log::actions::{self, Action};
+use crate::log::path::normalize_path;
 use crate::log::path::{LogPath, LOG_DIR, SIDECAR_DIR};
-use crate::log::replay::normalize_path;
 use crate::log::segment::LastCheckpoint;
 
 /// Rows per decoded checkpoint batch.

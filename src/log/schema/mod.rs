@@ -43,18 +43,15 @@ use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+// The column mapping mode is a table property; its type lives with the keys.
+pub use crate::log::features::properties::ColumnMappingMode;
+use crate::log::features::properties::{
+    TableProperties, COLUMN_ID_KEY, NESTED_IDS_KEY, PHYSICAL_NAME_KEY,
+};
 
-/// Table property selecting the column mapping mode.
-pub const COLUMN_MAPPING_MODE_KEY: &str = "delta.columnMapping.mode";
-/// Column metadata key holding a column's physical name.
-pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
 /// Marks an [`StructField::internal`] column (never written to a schema in
 /// the log).
 const INTERNAL_COLUMN_KEY: &str = "deltadv.internal";
-/// Column metadata key holding a column's id.
-pub const COLUMN_ID_KEY: &str = "delta.columnMapping.id";
-/// Column metadata key holding the ids of nested array/map slots.
-pub const NESTED_IDS_KEY: &str = "delta.columnMapping.nested.ids";
 /// Arrow field metadata key the Parquet crate reads and writes field ids under.
 pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 /// The largest decimal precision Delta (and Arrow's `Decimal128`) allows.
@@ -187,57 +184,13 @@ pub struct StructType {
     pub fields: Vec<StructField>,
 }
 
-/// How data files name their columns (table property `delta.columnMapping.mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnMappingMode {
-    /// Data files use the logical (display) names.
-    None,
-    /// Data files use `delta.columnMapping.physicalName`.
-    Name,
-    /// Data files are resolved by `delta.columnMapping.id` (Parquet field ids).
-    Id,
-}
-
-impl ColumnMappingMode {
-    /// Parse a `delta.columnMapping.mode` value (`none`, `name`, `id`, any case).
-    pub fn parse(value: &str) -> Result<Self> {
-        if value.eq_ignore_ascii_case("none") {
-            Ok(ColumnMappingMode::None)
-        } else if value.eq_ignore_ascii_case("name") {
-            Ok(ColumnMappingMode::Name)
-        } else if value.eq_ignore_ascii_case("id") {
-            Ok(ColumnMappingMode::Id)
-        } else {
-            Err(Error::Unsupported(format!(
-                "table property {COLUMN_MAPPING_MODE_KEY} = {value:?} (expected none, name or id)"
-            )))
-        }
-    }
-}
-
-impl fmt::Display for ColumnMappingMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ColumnMappingMode::None => "none",
-            ColumnMappingMode::Name => "name",
-            ColumnMappingMode::Id => "id",
-        })
-    }
-}
-
 /// The column mapping mode from a `metaData.configuration`: absent (or null) is
 /// `None`; `none`, `name`, `id` (any case) map to their mode; anything else is an
 /// [`Error::Unsupported`].
 pub fn column_mapping_mode(
     configuration: &HashMap<String, Option<String>>,
 ) -> Result<ColumnMappingMode> {
-    match configuration
-        .get(COLUMN_MAPPING_MODE_KEY)
-        .and_then(|v| v.as_deref())
-    {
-        None => Ok(ColumnMappingMode::None),
-        Some(v) => ColumnMappingMode::parse(v),
-    }
+    TableProperties::new(configuration).column_mapping_mode()
 }
 
 // ---------------------------------------------------------------------------
@@ -637,6 +590,7 @@ pub use self::partition::{partition_array, partition_arrays};
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::log::features::properties::COLUMN_MAPPING_MODE;
 
     fn prim_field(name: &str, ty: &str) -> String {
         format!(r#"{{"name":"{name}","type":"{ty}","nullable":true,"metadata":{{}}}}"#)
@@ -1129,7 +1083,7 @@ mod tests {
             let mut m = HashMap::new();
             m.insert("other".to_string(), Some("x".to_string()));
             if let Some(v) = v {
-                m.insert(COLUMN_MAPPING_MODE_KEY.to_string(), v.map(str::to_string));
+                m.insert(COLUMN_MAPPING_MODE.to_string(), v.map(str::to_string));
             }
             m
         };

@@ -29,12 +29,15 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use self::partition::PartitionValue;
-use self::stats::{FileStats, StatsSpec};
+use self::stats::{StatsSpec, WrittenFileStats};
 use crate::error::{Error, Result};
 use crate::io::parquet::{create_file_writer, StoreFileWriter};
 use crate::io::TableStore;
 use crate::log::actions::{Add, Cdc};
 use crate::log::features;
+use crate::log::features::properties::{
+    DATA_SKIPPING_NUM_INDEXED_COLS, DATA_SKIPPING_STATS_COLUMNS,
+};
 use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 use crate::table::snapshot::Snapshot;
 
@@ -142,7 +145,7 @@ struct OpenFile {
     /// Relative to the table root, decoded.
     relative: String,
     writer: StoreFileWriter,
-    stats: FileStats,
+    stats: WrittenFileStats,
     rows: usize,
     last_write: u64,
 }
@@ -256,8 +259,8 @@ impl DataWriter {
         // cdc files carry no stats.
         layout
             .configuration
-            .insert(stats::NUM_INDEXED_COLS.into(), Some("0".into()));
-        layout.configuration.remove(stats::STATS_COLUMNS);
+            .insert(DATA_SKIPPING_NUM_INDEXED_COLS.into(), Some("0".into()));
+        layout.configuration.remove(DATA_SKIPPING_STATS_COLUMNS);
         let mut writer = DataWriter::try_new(store, layout, options)?;
         writer.change_data = true;
         Ok(writer)
@@ -415,7 +418,7 @@ impl DataWriter {
             key,
             relative,
             writer,
-            stats: FileStats::new(&self.stats),
+            stats: WrittenFileStats::new(&self.stats),
             rows: 0,
             last_write: self.writes,
         });

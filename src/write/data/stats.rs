@@ -39,14 +39,9 @@ use chrono::DateTime;
 
 use super::partition::{date_text, decimal_text};
 use crate::error::{Error, Result};
+use crate::log::features::properties::{TableProperties, DATA_SKIPPING_STATS_COLUMNS};
 use crate::log::schema::{ColumnMappingMode, DataType, StructField};
 
-/// Table property: how many leaf columns get stats (default 32; negative: all).
-pub const NUM_INDEXED_COLS: &str = "delta.dataSkippingNumIndexedCols";
-/// Table property: the columns that get stats (comma-separated, dotted paths).
-pub const STATS_COLUMNS: &str = "delta.dataSkippingStatsColumns";
-/// Default of [`NUM_INDEXED_COLS`].
-pub const DEFAULT_NUM_INDEXED_COLS: i64 = 32;
 /// Length (UTF-16 units, as Delta Spark counts) of string min/max prefixes.
 pub const STRING_PREFIX: usize = 32;
 /// Tie-breaker of a truncated max when the first dropped character is below it.
@@ -106,8 +101,8 @@ impl StatsSpec {
         configuration: &HashMap<String, Option<String>>,
         tight_bounds: bool,
     ) -> Result<StatsSpec> {
-        let property = |k: &str| configuration.get(k).and_then(|v| v.as_deref());
-        let columns = if let Some(list) = property(STATS_COLUMNS) {
+        let properties = TableProperties::new(configuration);
+        let columns = if let Some(list) = properties.data_skipping_stats_columns() {
             let paths = parse_column_list(list)?;
             let paths: Vec<Vec<String>> = paths
                 .into_iter()
@@ -115,14 +110,7 @@ impl StatsSpec {
                 .collect();
             filter(data_fields, &paths, mode)?
         } else {
-            let n = match property(NUM_INDEXED_COLS) {
-                None => DEFAULT_NUM_INDEXED_COLS,
-                Some(text) => text.trim().parse::<i64>().map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "table property {NUM_INDEXED_COLS} = {text:?} is not an integer"
-                    ))
-                })?,
-            };
+            let n = properties.data_skipping_num_indexed_cols()?;
             let budget = usize::try_from(n).unwrap_or(usize::MAX); // negative: all
             truncate(data_fields, budget, mode)?.0
         };
@@ -222,7 +210,7 @@ fn filter(
 pub fn parse_column_list(text: &str) -> Result<Vec<Vec<String>>> {
     let bad = |why: &str| {
         Error::InvalidArgument(format!(
-            "table property {STATS_COLUMNS} = {text:?} is not a list of column names: {why}"
+            "table property {DATA_SKIPPING_STATS_COLUMNS} = {text:?} is not a list of column names: {why}"
         ))
     };
     let mut paths: Vec<Vec<String>> = Vec::new();
@@ -375,9 +363,11 @@ struct LeafStats {
     max: Option<Bound>,
 }
 
-/// The stats of one data file, accumulated batch by batch.
+/// The stats of one data file being written, accumulated batch by batch and
+/// serialised into its `add.stats`. (Stats read back from the log for
+/// pruning are [`crate::expr::PruningStats`].)
 #[derive(Debug, Clone)]
-pub struct FileStats {
+pub struct WrittenFileStats {
     num_records: u64,
     /// One entry per leaf of the spec, depth first.
     leaves: Vec<LeafStats>,
@@ -452,14 +442,16 @@ fn bounds(array: &ArrayRef, dt: &DataType, column: &str) -> Result<Option<(Bound
     })
 }
 
-impl FileStats {
-    pub fn new(spec: &StatsSpec) -> FileStats {
-        FileStats {
+impl WrittenFileStats {
+    /// No rows yet, for the columns `spec` collects stats of.
+    pub fn new(spec: &StatsSpec) -> WrittenFileStats {
+        WrittenFileStats {
             num_records: 0,
             leaves: vec![LeafStats::default(); leaf_count(&spec.columns)],
         }
     }
 
+    /// Rows added so far.
     pub fn num_records(&self) -> u64 {
         self.num_records
     }
@@ -742,6 +734,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::log::features::properties::DATA_SKIPPING_NUM_INDEXED_COLS;
 
     fn field(name: &str, dt: DataType) -> StructField {
         StructField::new(name, dt, true)
@@ -755,7 +748,7 @@ mod tests {
         let spec = StatsSpec::new(fields, ColumnMappingMode::None, &config, true).unwrap();
         let batch =
             RecordBatch::try_from_iter(fields.iter().map(|f| f.name.clone()).zip(columns)).unwrap();
-        let mut stats = FileStats::new(&spec);
+        let mut stats = WrittenFileStats::new(&spec);
         // two halves: bounds merge across batches
         let half = batch.num_rows() / 2;
         stats.update(&spec, &batch.slice(0, half)).unwrap();
@@ -948,25 +941,30 @@ mod tests {
             ),
             field("b", DataType::Long),
         ];
-        let two = spec(&nested, &[(NUM_INDEXED_COLS, "2")]).unwrap();
+        let two = spec(&nested, &[(DATA_SKIPPING_NUM_INDEXED_COLS, "2")]).unwrap();
         assert_eq!(names(&two), ["a", "s.x"]);
-        let all = spec(&nested, &[(NUM_INDEXED_COLS, "-1")]).unwrap();
+        let all = spec(&nested, &[(DATA_SKIPPING_NUM_INDEXED_COLS, "-1")]).unwrap();
         assert_eq!(names(&all), ["a", "s.x", "s.y", "b"]);
-        assert!(names(&spec(&nested, &[(NUM_INDEXED_COLS, "0")]).unwrap()).is_empty());
-        assert!(spec(&nested, &[(NUM_INDEXED_COLS, "many")]).is_err());
+        assert!(
+            names(&spec(&nested, &[(DATA_SKIPPING_NUM_INDEXED_COLS, "0")]).unwrap()).is_empty()
+        );
+        assert!(spec(&nested, &[(DATA_SKIPPING_NUM_INDEXED_COLS, "many")]).is_err());
         // stats columns win over the count; case-insensitive; a struct names its leaves
         let chosen = spec(
             &nested,
-            &[(NUM_INDEXED_COLS, "1"), (STATS_COLUMNS, "B, `S`.y")],
+            &[
+                (DATA_SKIPPING_NUM_INDEXED_COLS, "1"),
+                (DATA_SKIPPING_STATS_COLUMNS, "B, `S`.y"),
+            ],
         )
         .unwrap();
         assert_eq!(names(&chosen), ["s.y", "b"]);
-        let whole = spec(&nested, &[(STATS_COLUMNS, "s")]).unwrap();
+        let whole = spec(&nested, &[(DATA_SKIPPING_STATS_COLUMNS, "s")]).unwrap();
         assert_eq!(names(&whole), ["s.x", "s.y"]);
         // the written stats hold exactly those columns
         let s = stats_of(
             &ints(3),
-            &[(STATS_COLUMNS, "c2")],
+            &[(DATA_SKIPPING_STATS_COLUMNS, "c2")],
             vec![
                 Arc::new(Int64Array::from(vec![1, 2])),
                 Arc::new(Int64Array::from(vec![3, 4])),
@@ -1022,7 +1020,7 @@ mod tests {
             ("dt", Arc::new(dates)),
         ])
         .unwrap();
-        let mut stats = FileStats::new(&spec);
+        let mut stats = WrittenFileStats::new(&spec);
         stats.update(&spec, &batch).unwrap();
         let text = stats.to_json(&spec);
         assert!(

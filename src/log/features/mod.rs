@@ -8,12 +8,43 @@
 //! Every feature name Delta Spark 4.4 or deltalake 1.6 can put in a protocol
 //! has an entry; an entry says what deltadv does with it, and a name with no
 //! entry is refused by every operation.
-
-use std::collections::HashMap;
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the feature table (names, reader/writer kinds, per-operation verdicts), version limits, the read and write checks (`check_read`, `check_write`, `plan_delete`, `plan_rewrite`, `check_append`) |
+//! | [`properties`] | every `delta.*` key (table properties, column metadata, domains), with typed accessors ([`properties::TableProperties`]) |
+//! | [`protocol`] | protocols built or changed by a write: a new table's, merged (raised), with deletion vectors added, a feature dropped (downgrade) |
+//! | [`type_widening`] | the type changes Delta allows and the `delta.typeChanges` history they leave on columns |
+//!
+//! Dependencies run one way: `properties` imports no other `log` module but
+//! `actions` and `interval`; `mod.rs` and the other files import `properties`
+//! and `schema`; nothing below (`schema`, `cdf`) imports the feature table.
 
 use super::actions::{Metadata, Protocol};
-use super::schema::{parse_data_type, DataType, StructField, StructType};
+use super::schema::{DataType, StructField, StructType};
 use crate::error::{Error, Result};
+use properties::{
+    TableProperties, APPEND_ONLY, CONSTRAINTS_PREFIX, ENABLE_CHANGE_DATA_FEED,
+    GENERATION_EXPRESSION_KEY, IDENTITY_START_KEY, INVARIANTS_KEY,
+};
+
+pub mod properties;
+pub mod protocol;
+pub mod type_widening;
+
+// The paths these had when this module was one file.
+pub use properties::{
+    configured_true, property_is_true, row_tracking_properties, ENABLE_DELETION_VECTORS,
+    ENABLE_IN_COMMIT_TIMESTAMPS, ENABLE_ROW_TRACKING, ICT_ENABLEMENT_TIMESTAMP,
+    ICT_ENABLEMENT_VERSION, MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID,
+    REQUIRE_CHECKPOINT_PROTECTION_BEFORE, TYPE_CHANGES_KEY,
+};
+pub use protocol::{
+    drop_reader_writer_feature, merge_protocols, new_table_protocol, with_deletion_vectors,
+};
+pub use type_widening::{
+    bounds_comparable, check_type_changes, type_change_supported, type_changes, TypeChange,
+};
 
 /// Highest reader version deltadv implements.
 pub const MAX_READER_VERSION: i32 = 3;
@@ -23,11 +54,6 @@ pub const MAX_WRITER_VERSION: i32 = 7;
 const READER_FEATURES_VERSION: i32 = 3;
 /// Writer version from which `writerFeatures` lists the writer features.
 const WRITER_FEATURES_VERSION: i32 = 7;
-
-/// The table property that turns deletion vectors on.
-pub const ENABLE_DELETION_VECTORS: &str = "delta.enableDeletionVectors";
-/// Column metadata key holding a column's type change history.
-pub const TYPE_CHANGES_KEY: &str = "delta.typeChanges";
 
 /// A write deltadv performs; features are judged per operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,7 +236,7 @@ static FEATURES: &[Feature] = &[
 /// the protocol. (property, why, operations it blocks)
 const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
     (
-        "delta.appendOnly",
+        APPEND_ONLY,
         "the table is append-only",
         &[
             WriteOperation::DeleteWithDeletionVectors,
@@ -223,13 +249,13 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
     // a copy-on-write rewrite would need `cdc` files for its deleted rows,
     // which deltadv does not write.
     (
-        "delta.enableChangeDataFeed",
+        ENABLE_CHANGE_DATA_FEED,
         "the table has the change data feed enabled, and deltadv writes its change files \
          only with deletion vectors (enable them: delta.enableDeletionVectors=true)",
         &[WriteOperation::DeleteCopyOnWrite],
     ),
     (
-        "delta.enableRowTracking",
+        ENABLE_ROW_TRACKING,
         "the table has row tracking enabled and a rewritten file would give its rows new \
          row ids (deltadv does not write materialized row id columns)",
         &[
@@ -304,13 +330,6 @@ pub fn is_supported(p: &Protocol, name: &str) -> bool {
         && (!reader_writer || reader_features(p).any(|f| f == name))
 }
 
-/// A boolean table property, read as Delta Spark does (case-insensitive).
-pub fn property_is_true(metadata: &Metadata, key: &str) -> bool {
-    metadata
-        .property(key)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
 /// Refuse a table deltadv cannot read, naming the reader version or feature.
 pub fn check_read(p: &Protocol) -> Result<()> {
     if p.min_reader_version > MAX_READER_VERSION || p.min_reader_version < 1 {
@@ -368,77 +387,10 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
 /// Column metadata keys whose columns an append would have to compute or
 /// check, and what they are.
 const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
-    ("delta.invariants", "a column invariant"),
-    ("delta.generationExpression", "a generated column"),
-    ("delta.identity.start", "an identity column"),
+    (INVARIANTS_KEY, "a column invariant"),
+    (GENERATION_EXPRESSION_KEY, "a generated column"),
+    (IDENTITY_START_KEY, "an identity column"),
 ];
-
-/// The protocol that reads and writes both: the higher versions, the union
-/// of the features.
-pub fn merge_protocols(a: &Protocol, b: &Protocol) -> Protocol {
-    fn union(x: &Option<Vec<String>>, y: &Option<Vec<String>>) -> Option<Vec<String>> {
-        match (x, y) {
-            (None, None) => None,
-            _ => {
-                let mut out: Vec<String> = x.iter().flatten().cloned().collect();
-                for f in y.iter().flatten() {
-                    if !out.contains(f) {
-                        out.push(f.clone());
-                    }
-                }
-                Some(out)
-            }
-        }
-    }
-    let min_reader_version = a.min_reader_version.max(b.min_reader_version);
-    let min_writer_version = a.min_writer_version.max(b.min_writer_version);
-    Protocol {
-        min_reader_version,
-        min_writer_version,
-        reader_features: union(&a.reader_features, &b.reader_features)
-            .filter(|_| min_reader_version >= READER_FEATURES_VERSION),
-        writer_features: union(&a.writer_features, &b.writer_features)
-            .filter(|_| min_writer_version >= WRITER_FEATURES_VERSION),
-    }
-}
-
-/// The table property Delta Spark sets when it drops a feature with
-/// checkpoint protection: checkpoints before this version must not be
-/// removed or rewritten (the `checkpointProtection` feature).
-pub const REQUIRE_CHECKPOINT_PROTECTION_BEFORE: &str =
-    "delta.requireCheckpointProtectionBeforeVersion";
-
-/// `protocol` without the reader-writer feature `name`, protected as Delta
-/// Spark's fast DROP FEATURE leaves it: the `checkpointProtection` writer
-/// feature added, and the reader version lowered to what the remaining
-/// reader features need (1 without any; 2 for column mapping alone, which
-/// legacy reader version 2 implies).
-pub fn drop_reader_writer_feature(p: &Protocol, name: &str) -> Protocol {
-    let reader: Vec<String> = reader_features(p)
-        .filter(|f| *f != name)
-        .map(str::to_string)
-        .collect();
-    let mut writer: Vec<String> = writer_features(p)
-        .filter(|f| *f != name)
-        .map(str::to_string)
-        .collect();
-    if !writer.iter().any(|f| f == "checkpointProtection") {
-        writer.push("checkpointProtection".to_string());
-    }
-    let (min_reader_version, reader_features) = if reader.is_empty() {
-        (1, None)
-    } else if reader.iter().all(|f| f == "columnMapping") {
-        (2, None)
-    } else {
-        (READER_FEATURES_VERSION, Some(reader))
-    };
-    Protocol {
-        min_reader_version,
-        min_writer_version: WRITER_FEATURES_VERSION,
-        reader_features,
-        writer_features: Some(writer),
-    }
-}
 
 /// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
 /// breaking the table's features or properties, naming what stands in the way.
@@ -473,16 +425,10 @@ pub fn plan_rewrite(
 
 /// Refuse new rows deltadv would have to check or compute values for.
 fn check_new_rows(metadata: &Metadata, schema: &StructType, op: &str) -> Result<()> {
-    let mut constraints: Vec<&str> = metadata
-        .configuration
-        .keys()
-        .filter_map(|k| k.strip_prefix("delta.constraints."))
-        .collect();
-    constraints.sort_unstable();
-    if let Some(name) = constraints.first() {
+    if let Some(name) = TableProperties::of(metadata).check_constraints().first() {
         return Err(Error::Unsupported(format!(
             "{op} is not allowed: the table has CHECK constraint {name:?} \
-             (delta.constraints.{name}), which deltadv does not evaluate"
+             ({CONSTRAINTS_PREFIX}{name}), which deltadv does not evaluate"
         )));
     }
     fn walk(fields: &[StructField], prefix: &str) -> Option<(String, &'static str)> {
@@ -515,7 +461,7 @@ fn check_new_rows(metadata: &Metadata, schema: &StructType, op: &str) -> Result<
 /// supports the `deletionVectors` feature AND `delta.enableDeletionVectors`
 /// is `true`. (Either alone is not enough: Delta Spark rewrites files then.)
 pub fn deletion_vectors_writable(p: &Protocol, metadata: &Metadata) -> bool {
-    is_supported(p, "deletionVectors") && property_is_true(metadata, ENABLE_DELETION_VECTORS)
+    is_supported(p, "deletionVectors") && TableProperties::of(metadata).enable_deletion_vectors()
 }
 
 /// How a DELETE on this table is to be written: `Ok(true)` with deletion
@@ -554,293 +500,6 @@ pub fn plan_delete(p: &Protocol, metadata: &Metadata, allow_copy_on_write: bool)
     )))
 }
 
-/// Writer features each legacy writer version (2..=6) implies (PROTOCOL.md);
-/// a version implies its own and every lower version's.
-const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
-    (2, &["appendOnly", "invariants"]),
-    (3, &["checkConstraints"]),
-    (4, &["changeDataFeed", "generatedColumns"]),
-    (5, &["columnMapping"]),
-    (6, &["identityColumns"]),
-];
-
-/// The table property that turns in-commit timestamps on.
-pub const ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
-/// Version and timestamp at which in-commit timestamps were turned on for an
-/// existing table (absent when they were on from version 0).
-pub const ICT_ENABLEMENT_VERSION: &str = "delta.inCommitTimestampEnablementVersion";
-pub const ICT_ENABLEMENT_TIMESTAMP: &str = "delta.inCommitTimestampEnablementTimestamp";
-/// The table property that turns row tracking on.
-pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
-/// Properties naming the hidden columns a rewrite would materialize row ids
-/// and row commit versions into; Delta Spark requires them on tables that
-/// support row tracking.
-pub const MATERIALIZED_ROW_ID: &str = "delta.rowTracking.materializedRowIdColumnName";
-pub const MATERIALIZED_ROW_COMMIT_VERSION: &str =
-    "delta.rowTracking.materializedRowCommitVersionColumnName";
-
-/// Whether `key` is `true` in a table configuration (case-insensitive).
-pub fn configured_true(configuration: &HashMap<String, Option<String>>, key: &str) -> bool {
-    configuration
-        .get(key)
-        .and_then(Option::as_deref)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
-/// The protocol of a new table: reader 1 / writer 2 unless a feature needs
-/// table features, then reader 3 / writer 7 with deletionVectors (when
-/// `deletion_vectors`), timestampNtz (when a column needs it),
-/// inCommitTimestamp and rowTracking (+ domainMetadata) when their properties
-/// are `true` in `configuration`, and the writer-2 features every table has
-/// (NOT NULL columns need `invariants`).
-pub fn new_table_protocol(
-    schema: &StructType,
-    deletion_vectors: bool,
-    configuration: &HashMap<String, Option<String>>,
-) -> Protocol {
-    let mut reader = Vec::new();
-    if deletion_vectors {
-        reader.push("deletionVectors".to_string());
-    }
-    if schema.has_timestamp_ntz() {
-        reader.push("timestampNtz".to_string());
-    }
-    let mut writer_only = Vec::new();
-    if configured_true(configuration, ENABLE_IN_COMMIT_TIMESTAMPS) {
-        writer_only.push("inCommitTimestamp".to_string());
-    }
-    if configured_true(configuration, ENABLE_ROW_TRACKING) {
-        writer_only.push("domainMetadata".to_string());
-        writer_only.push("rowTracking".to_string());
-    }
-    if configured_true(configuration, crate::log::cdf::ENABLE_CHANGE_DATA_FEED) {
-        writer_only.push("changeDataFeed".to_string());
-    }
-    if reader.is_empty() && writer_only.is_empty() {
-        return Protocol {
-            min_reader_version: 1,
-            min_writer_version: 2,
-            reader_features: None,
-            writer_features: None,
-        };
-    }
-    let mut writer = vec!["appendOnly".to_string(), "invariants".to_string()];
-    writer.extend(reader.iter().cloned());
-    writer.extend(writer_only);
-    Protocol {
-        min_reader_version: if reader.is_empty() {
-            1
-        } else {
-            READER_FEATURES_VERSION
-        },
-        min_writer_version: WRITER_FEATURES_VERSION,
-        reader_features: if reader.is_empty() {
-            None
-        } else {
-            Some(reader)
-        },
-        writer_features: Some(writer),
-    }
-}
-
-/// Properties a new table with row tracking needs besides
-/// `delta.enableRowTracking` (the materialized column names, fresh).
-pub fn row_tracking_properties() -> Vec<(String, String)> {
-    let id = uuid::Uuid::new_v4();
-    vec![
-        (MATERIALIZED_ROW_ID.to_string(), format!("_row-id-col-{id}")),
-        (
-            MATERIALIZED_ROW_COMMIT_VERSION.to_string(),
-            format!("_row-commit-version-col-{}", uuid::Uuid::new_v4()),
-        ),
-    ]
-}
-
-/// `protocol` upgraded to carry deletion vectors: reader 3 / writer 7 with the
-/// deletionVectors feature, keeping every feature the old versions implied.
-/// `None` when the protocol already has the feature.
-pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
-    if is_supported(protocol, "deletionVectors") {
-        return None;
-    }
-    let mut readers: std::collections::BTreeSet<String> =
-        reader_features(protocol).map(str::to_string).collect();
-    let mut writers: std::collections::BTreeSet<String> =
-        writer_features(protocol).map(str::to_string).collect();
-    if protocol.min_writer_version < WRITER_FEATURES_VERSION {
-        for (version, features) in LEGACY_WRITER_FEATURES {
-            if *version <= protocol.min_writer_version {
-                writers.extend(features.iter().map(|f| f.to_string()));
-            }
-        }
-    }
-    if protocol.min_reader_version == 2 {
-        readers.insert("columnMapping".to_string());
-    }
-    readers.insert("deletionVectors".to_string());
-    writers.insert("deletionVectors".to_string());
-    Some(Protocol {
-        min_reader_version: READER_FEATURES_VERSION,
-        min_writer_version: WRITER_FEATURES_VERSION,
-        reader_features: Some(readers.into_iter().collect()),
-        writer_features: Some(writers.into_iter().collect()),
-    })
-}
-
-/// Whether Delta's type widening allows changing a column from `from` to
-/// `to` (PROTOCOL.md, "Type Widening"; Delta Spark 4.4 reads all of these).
-pub fn type_change_supported(from: &DataType, to: &DataType) -> bool {
-    use DataType::*;
-    let int_rank = |t: &DataType| match t {
-        Byte => Some(1),
-        Short => Some(2),
-        Integer => Some(3),
-        Long => Some(4),
-        _ => None,
-    };
-    // A decimal holding every value of an integer type: 10 integer digits
-    // for byte/short/int, 20 for long.
-    let decimal_holds = |digits: i16, precision: u8, scale: i8| {
-        scale >= 0 && i16::from(precision) - i16::from(scale) >= digits
-    };
-    match (from, to) {
-        _ if from == to => true,
-        (Float, Double) | (Date, TimestampNtz) => true,
-        (Byte | Short | Integer, Double) => true,
-        (
-            Decimal {
-                precision: p1,
-                scale: s1,
-            },
-            Decimal {
-                precision: p2,
-                scale: s2,
-            },
-        ) => s2 >= s1 && i16::from(*p2) - i16::from(*s2) >= i16::from(*p1) - i16::from(*s1),
-        (Byte | Short | Integer, Decimal { precision, scale }) => {
-            decimal_holds(10, *precision, *scale)
-        }
-        (Long, Decimal { precision, scale }) => decimal_holds(20, *precision, *scale),
-        _ => match (int_rank(from), int_rank(to)) {
-            (Some(a), Some(b)) => a <= b,
-            _ => false,
-        },
-    }
-}
-
-/// One recorded type change of a column (`delta.typeChanges`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TypeChange {
-    pub from: DataType,
-    pub to: DataType,
-    /// Within the column: `element`, `key`, `value`, dotted for nesting;
-    /// None for the column itself.
-    pub field_path: Option<String>,
-}
-
-/// The type changes recorded on one field (none when there is no history).
-pub fn type_changes(field: &StructField) -> Result<Vec<TypeChange>> {
-    let Some(history) = field.metadata.get(TYPE_CHANGES_KEY) else {
-        return Ok(Vec::new());
-    };
-    let bad = |what: String| {
-        Error::Unsupported(format!(
-            "column '{}': malformed {TYPE_CHANGES_KEY} ({what})",
-            field.name
-        ))
-    };
-    let entries = history
-        .as_array()
-        .ok_or_else(|| bad(format!("expected a list, found {history}")))?;
-    entries
-        .iter()
-        .map(|e| {
-            let text = |key: &str| {
-                e.get(key)
-                    .and_then(|v| v.as_str())
-                    .ok_or_else(|| bad(format!("an entry without a string \"{key}\": {e}")))
-            };
-            let ty = |key: &str| {
-                let name = text(key)?;
-                parse_data_type(&serde_json::Value::from(name), &field.name)
-                    .map_err(|_| bad(format!("unknown type {name:?}")))
-            };
-            Ok(TypeChange {
-                from: ty("fromType")?,
-                to: ty("toType")?,
-                field_path: e
-                    .get("fieldPath")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string),
-            })
-        })
-        .collect()
-}
-
-/// On a table that supports type widening, refuse a schema recording a type
-/// change deltadv cannot read (the protocol asks readers to fail then).
-pub fn check_type_changes(p: &Protocol, schema: &StructType) -> Result<()> {
-    if !reader_features(p).any(|f| f == "typeWidening" || f == "typeWidening-preview") {
-        return Ok(());
-    }
-    fn walk(st: &StructType, parent: &str) -> Result<()> {
-        for f in &st.fields {
-            let path = if parent.is_empty() {
-                f.name.clone()
-            } else {
-                format!("{parent}.{}", f.name)
-            };
-            for c in type_changes(f)? {
-                // String-like changes are not widening and readers ignore them.
-                let stringish = c.from == DataType::String && c.to == DataType::String;
-                if !stringish && !type_change_supported(&c.from, &c.to) {
-                    let at = c.field_path.map(|p| format!(".{p}")).unwrap_or_default();
-                    return Err(Error::Unsupported(format!(
-                        "column '{path}{at}': the table records a type change from {} to {} \
-                         ({TYPE_CHANGES_KEY}), which type widening does not allow",
-                        c.from, c.to
-                    )));
-                }
-            }
-            walk_type(&f.data_type, &path)?;
-        }
-        Ok(())
-    }
-    fn walk_type(dt: &DataType, path: &str) -> Result<()> {
-        match dt {
-            DataType::Struct(st) => walk(st, path),
-            DataType::Array { element, .. } => walk_type(element, path),
-            DataType::Map { key, value, .. } => {
-                walk_type(key, path)?;
-                walk_type(value, path)
-            }
-            _ => Ok(()),
-        }
-    }
-    walk(schema, "")
-}
-
-/// Whether min/max statistics of `field` can be compared with values of its
-/// current type: true unless a type change recorded on the field itself
-/// changed how its bounds read (anything but integer widening — e.g. a
-/// float's JSON bound rounds differently as a double, a decimal's parquet
-/// bound is scaled by the old scale).
-pub fn bounds_comparable(field: &StructField) -> bool {
-    let integral = |t: &DataType| {
-        matches!(
-            t,
-            DataType::Byte | DataType::Short | DataType::Integer | DataType::Long
-        )
-    };
-    match type_changes(field) {
-        Ok(changes) => changes
-            .iter()
-            .filter(|c| c.field_path.is_none())
-            .all(|c| integral(&c.from) && integral(&c.to)),
-        Err(_) => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -848,68 +507,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn new_table_protocols() {
-        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
-        let none = HashMap::new();
-        assert_eq!(
-            new_table_protocol(&plain, false, &none),
-            protocol(1, 2, &[], &[])
-        );
-        let p = new_table_protocol(&plain, true, &none);
-        assert_eq!(
-            p,
-            protocol(
-                3,
-                7,
-                &["deletionVectors"],
-                &["appendOnly", "invariants", "deletionVectors"]
-            )
-        );
-        assert!(is_supported(&p, "deletionVectors"));
-        // a nested timestamp_ntz needs the feature too
-        let nested = StructType::new(vec![StructField::new(
-            "s",
-            DataType::Array {
-                element: Box::new(DataType::TimestampNtz),
-                contains_null: true,
-            },
-            true,
-        )]);
-        let p = new_table_protocol(&nested, false, &none);
-        assert!(is_supported(&p, "timestampNtz") && !is_supported(&p, "deletionVectors"));
-        // in-commit timestamps and row tracking are writer features (reader 1)
-        let conf: HashMap<String, Option<String>> = [
-            (ENABLE_IN_COMMIT_TIMESTAMPS, "TRUE"),
-            (ENABLE_ROW_TRACKING, "true"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
-        .collect();
-        let p = new_table_protocol(&plain, false, &conf);
-        assert_eq!(
-            p,
-            protocol(
-                1,
-                7,
-                &[],
-                &[
-                    "appendOnly",
-                    "invariants",
-                    "inCommitTimestamp",
-                    "domainMetadata",
-                    "rowTracking"
-                ]
-            )
-        );
-        let off: HashMap<String, Option<String>> =
-            [(ENABLE_ROW_TRACKING.to_string(), Some("false".to_string()))].into();
-        assert_eq!(
-            new_table_protocol(&plain, false, &off),
-            protocol(1, 2, &[], &[])
-        );
-    }
 
     #[test]
     fn appends_refuse_what_they_would_have_to_compute() {
@@ -950,34 +547,7 @@ mod tests {
         assert!(e.contains("writer feature \"clustering\""), "{e}");
     }
 
-    #[test]
-    fn enabling_deletion_vectors_keeps_what_old_versions_implied() {
-        let p = with_deletion_vectors(&protocol(2, 5, &[], &[])).unwrap();
-        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
-        for f in [
-            "appendOnly",
-            "invariants",
-            "checkConstraints",
-            "changeDataFeed",
-            "generatedColumns",
-            "columnMapping",
-            "deletionVectors",
-        ] {
-            assert!(p.writer_features.iter().flatten().any(|w| w == f), "{f}");
-        }
-        assert!(!p
-            .writer_features
-            .iter()
-            .flatten()
-            .any(|w| w == "identityColumns"));
-        assert!(is_supported(&p, "columnMapping") && is_supported(&p, "deletionVectors"));
-        let q =
-            with_deletion_vectors(&protocol(3, 7, &["timestampNtz"], &["timestampNtz"])).unwrap();
-        assert!(is_supported(&q, "timestampNtz") && is_supported(&q, "deletionVectors"));
-        assert_eq!(with_deletion_vectors(&q), None);
-    }
-
-    fn protocol(r: i32, w: i32, readers: &[&str], writers: &[&str]) -> Protocol {
+    pub(super) fn protocol(r: i32, w: i32, readers: &[&str], writers: &[&str]) -> Protocol {
         let list = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());
         Protocol {
             min_reader_version: r,
@@ -987,7 +557,7 @@ mod tests {
         }
     }
 
-    fn metadata(props: &[(&str, &str)]) -> Metadata {
+    pub(super) fn metadata(props: &[(&str, &str)]) -> Metadata {
         Metadata {
             id: "t".into(),
             name: None,
@@ -1003,7 +573,7 @@ mod tests {
         }
     }
 
-    fn err(r: Result<impl std::fmt::Debug>) -> String {
+    pub(super) fn err(r: Result<impl std::fmt::Debug>) -> String {
         match r {
             Err(e) => e.to_string(),
             Ok(v) => panic!("expected an error, got {v:?}"),
@@ -1012,7 +582,7 @@ mod tests {
 
     /// What deltalake 1.6.6's write_deltalake(configuration=
     /// {"delta.enableDeletionVectors": "true"}) records.
-    fn deltalake_dv_table() -> Protocol {
+    pub(super) fn deltalake_dv_table() -> Protocol {
         protocol(
             3,
             7,
@@ -1123,66 +693,6 @@ mod tests {
     }
 
     #[test]
-    fn merged_protocols_only_grow() {
-        let old = protocol(1, 2, &[], &[]);
-        let new = protocol(
-            3,
-            7,
-            &["deletionVectors"],
-            &["deletionVectors", "appendOnly"],
-        );
-        let m = merge_protocols(&old, &new);
-        assert_eq!((m.min_reader_version, m.min_writer_version), (3, 7));
-        assert!(is_supported(&m, "deletionVectors"));
-        let both = merge_protocols(
-            &new,
-            &protocol(3, 7, &["columnMapping"], &["columnMapping"]),
-        );
-        assert!(is_supported(&both, "deletionVectors") && is_supported(&both, "columnMapping"));
-        // legacy versions without feature lists stay without them
-        let legacy = merge_protocols(&old, &protocol(1, 4, &[], &[]));
-        assert_eq!(
-            (legacy.min_reader_version, legacy.min_writer_version),
-            (1, 4)
-        );
-        assert!(legacy.writer_features.is_none());
-    }
-
-    #[test]
-    fn dropping_a_reader_writer_feature_lowers_the_reader_version() {
-        let p = protocol(
-            3,
-            7,
-            &["deletionVectors"],
-            &["deletionVectors", "appendOnly"],
-        );
-        let d = drop_reader_writer_feature(&p, "deletionVectors");
-        assert_eq!(d.min_reader_version, 1);
-        assert!(d.reader_features.is_none());
-        let w = d.writer_features.unwrap();
-        assert!(w.contains(&"checkpointProtection".to_string()));
-        assert!(!w.contains(&"deletionVectors".to_string()));
-        let p = protocol(
-            3,
-            7,
-            &["deletionVectors", "columnMapping"],
-            &["deletionVectors", "columnMapping"],
-        );
-        assert_eq!(
-            drop_reader_writer_feature(&p, "deletionVectors").min_reader_version,
-            2
-        );
-        let p = protocol(
-            3,
-            7,
-            &["deletionVectors", "v2Checkpoint"],
-            &["deletionVectors", "v2Checkpoint"],
-        );
-        let d = drop_reader_writer_feature(&p, "deletionVectors");
-        assert_eq!(d.reader_features, Some(vec!["v2Checkpoint".to_string()]));
-    }
-
-    #[test]
     fn property_rules_refuse_whatever_the_protocol() {
         for key in ["delta.appendOnly", "delta.enableChangeDataFeed"] {
             let m = metadata(&[(ENABLE_DELETION_VECTORS, "true"), (key, "TRUE")]);
@@ -1273,91 +783,5 @@ mod tests {
             assert!(e.contains("lacks the deletionVectors feature"), "{e}");
             assert!(!plan_delete(&p, &m, true).unwrap());
         }
-    }
-
-    #[test]
-    fn type_change_rules() {
-        use DataType::*;
-        let dec = |precision, scale| Decimal { precision, scale };
-        for (from, to) in [
-            (Byte, Short),
-            (Short, Integer),
-            (Integer, Long),
-            (Byte, Long),
-            (Float, Double),
-            (Integer, Double),
-            (Date, TimestampNtz),
-            (dec(5, 2), dec(10, 4)),
-            (dec(5, 2), dec(5, 2)),
-            (Integer, dec(10, 0)),
-            (Short, dec(12, 2)),
-            (Long, dec(20, 0)),
-        ] {
-            assert!(type_change_supported(&from, &to), "{from} -> {to}");
-        }
-        for (from, to) in [
-            (Long, Integer),
-            (Double, Float),
-            (Long, Double),
-            (Date, Timestamp),
-            (dec(10, 4), dec(10, 2)),
-            (dec(5, 2), dec(6, 4)),
-            (Integer, dec(9, 0)),
-            (Long, dec(20, 1)),
-            (String, Long),
-        ] {
-            assert!(!type_change_supported(&from, &to), "{from} -> {to}");
-        }
-    }
-
-    fn schema_with(field: serde_json::Value) -> StructType {
-        StructType::parse(&json!({"type": "struct", "fields": [field]}).to_string()).unwrap()
-    }
-
-    #[test]
-    fn type_change_history_is_validated_on_type_widening_tables() {
-        let tw = protocol(3, 7, &["typeWidening"], &["typeWidening"]);
-        let ok = schema_with(
-            json!({"name": "e", "type": "long", "nullable": true, "metadata": {
-            "delta.typeChanges": [
-                {"fromType": "short", "toType": "integer"},
-                {"fromType": "integer", "toType": "long"}]}}),
-        );
-        check_type_changes(&tw, &ok).unwrap();
-        assert!(bounds_comparable(&ok.fields[0]));
-        let nested = schema_with(json!({"name": "e", "type": {"type": "array", "elementType":
-            {"type": "map", "keyType": "string", "valueType": "decimal(10, 4)",
-             "valueContainsNull": true}, "containsNull": true}, "nullable": true, "metadata": {
-            "delta.typeChanges": [{"fromType": "decimal(6, 2)", "toType": "decimal(10, 4)",
-                                   "fieldPath": "element.value"}]}}));
-        check_type_changes(&tw, &nested).unwrap();
-        let float = schema_with(json!({"name": "f", "type": "double", "nullable": true,
-            "metadata": {"delta.typeChanges": [{"fromType": "float", "toType": "double"}]}}));
-        check_type_changes(&tw, &float).unwrap();
-        assert!(!bounds_comparable(&float.fields[0]));
-        let bad = schema_with(json!({"name": "s", "type": {"type": "struct", "fields": [
-            {"name": "x", "type": "integer", "nullable": true, "metadata": {
-                "delta.typeChanges": [{"fromType": "long", "toType": "integer"}]}}]},
-            "nullable": true, "metadata": {}}));
-        let e = err(check_type_changes(&tw, &bad));
-        assert!(
-            e.contains("'s.x'") && e.contains("from long to integer"),
-            "{e}"
-        );
-        // without the feature the metadata is not looked at
-        check_type_changes(&protocol(3, 7, &[], &[]), &bad).unwrap();
-        let malformed = schema_with(json!({"name": "m", "type": "long", "nullable": true,
-            "metadata": {"delta.typeChanges": [{"fromType": "int4", "toType": "long"}]}}));
-        let e = err(check_type_changes(&tw, &malformed));
-        assert!(
-            e.contains("malformed delta.typeChanges") && e.contains("int4"),
-            "{e}"
-        );
-        assert!(!bounds_comparable(&malformed.fields[0]));
-        assert!(bounds_comparable(&StructField::new(
-            "n",
-            DataType::Long,
-            true
-        )));
     }
 }

@@ -1,0 +1,329 @@
+//! Protocols a write builds or changes: a new table's, two merged (a
+//! write raising the protocol), one with deletion vectors added, and one
+//! with a reader-writer feature dropped (Delta Spark's fast DROP FEATURE
+//! downgrade). Pure: protocols in, a protocol out.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::properties::{
+    configured_true, ENABLE_CHANGE_DATA_FEED, ENABLE_IN_COMMIT_TIMESTAMPS, ENABLE_ROW_TRACKING,
+};
+use super::{
+    is_supported, reader_features, writer_features, READER_FEATURES_VERSION,
+    WRITER_FEATURES_VERSION,
+};
+use crate::log::actions::Protocol;
+use crate::log::schema::StructType;
+/// Writer features each legacy writer version (2..=6) implies (PROTOCOL.md);
+/// a version implies its own and every lower version's.
+const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
+    (2, &["appendOnly", "invariants"]),
+    (3, &["checkConstraints"]),
+    (4, &["changeDataFeed", "generatedColumns"]),
+    (5, &["columnMapping"]),
+    (6, &["identityColumns"]),
+];
+
+/// The protocol that reads and writes both: the higher versions, the union
+/// of the features.
+pub fn merge_protocols(a: &Protocol, b: &Protocol) -> Protocol {
+    fn union(x: &Option<Vec<String>>, y: &Option<Vec<String>>) -> Option<Vec<String>> {
+        match (x, y) {
+            (None, None) => None,
+            _ => {
+                let mut out: Vec<String> = x.iter().flatten().cloned().collect();
+                for f in y.iter().flatten() {
+                    if !out.contains(f) {
+                        out.push(f.clone());
+                    }
+                }
+                Some(out)
+            }
+        }
+    }
+    let min_reader_version = a.min_reader_version.max(b.min_reader_version);
+    let min_writer_version = a.min_writer_version.max(b.min_writer_version);
+    Protocol {
+        min_reader_version,
+        min_writer_version,
+        reader_features: union(&a.reader_features, &b.reader_features)
+            .filter(|_| min_reader_version >= READER_FEATURES_VERSION),
+        writer_features: union(&a.writer_features, &b.writer_features)
+            .filter(|_| min_writer_version >= WRITER_FEATURES_VERSION),
+    }
+}
+
+/// `protocol` without the reader-writer feature `name`, protected as Delta
+/// Spark's fast DROP FEATURE leaves it: the `checkpointProtection` writer
+/// feature added, and the reader version lowered to what the remaining
+/// reader features need (1 without any; 2 for column mapping alone, which
+/// legacy reader version 2 implies).
+pub fn drop_reader_writer_feature(p: &Protocol, name: &str) -> Protocol {
+    let reader: Vec<String> = reader_features(p)
+        .filter(|f| *f != name)
+        .map(str::to_string)
+        .collect();
+    let mut writer: Vec<String> = writer_features(p)
+        .filter(|f| *f != name)
+        .map(str::to_string)
+        .collect();
+    if !writer.iter().any(|f| f == "checkpointProtection") {
+        writer.push("checkpointProtection".to_string());
+    }
+    let (min_reader_version, reader_features) = if reader.is_empty() {
+        (1, None)
+    } else if reader.iter().all(|f| f == "columnMapping") {
+        (2, None)
+    } else {
+        (READER_FEATURES_VERSION, Some(reader))
+    };
+    Protocol {
+        min_reader_version,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features,
+        writer_features: Some(writer),
+    }
+}
+
+/// The protocol of a new table: reader 1 / writer 2 unless a feature needs
+/// table features, then reader 3 / writer 7 with deletionVectors (when
+/// `deletion_vectors`), timestampNtz (when a column needs it),
+/// inCommitTimestamp and rowTracking (+ domainMetadata) when their properties
+/// are `true` in `configuration`, and the writer-2 features every table has
+/// (NOT NULL columns need `invariants`).
+pub fn new_table_protocol(
+    schema: &StructType,
+    deletion_vectors: bool,
+    configuration: &HashMap<String, Option<String>>,
+) -> Protocol {
+    let mut reader = Vec::new();
+    if deletion_vectors {
+        reader.push("deletionVectors".to_string());
+    }
+    if schema.has_timestamp_ntz() {
+        reader.push("timestampNtz".to_string());
+    }
+    let mut writer_only = Vec::new();
+    if configured_true(configuration, ENABLE_IN_COMMIT_TIMESTAMPS) {
+        writer_only.push("inCommitTimestamp".to_string());
+    }
+    if configured_true(configuration, ENABLE_ROW_TRACKING) {
+        writer_only.push("domainMetadata".to_string());
+        writer_only.push("rowTracking".to_string());
+    }
+    if configured_true(configuration, ENABLE_CHANGE_DATA_FEED) {
+        writer_only.push("changeDataFeed".to_string());
+    }
+    if reader.is_empty() && writer_only.is_empty() {
+        return Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        };
+    }
+    let mut writer = vec!["appendOnly".to_string(), "invariants".to_string()];
+    writer.extend(reader.iter().cloned());
+    writer.extend(writer_only);
+    Protocol {
+        min_reader_version: if reader.is_empty() {
+            1
+        } else {
+            READER_FEATURES_VERSION
+        },
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features: if reader.is_empty() {
+            None
+        } else {
+            Some(reader)
+        },
+        writer_features: Some(writer),
+    }
+}
+
+/// `protocol` upgraded to carry deletion vectors: reader 3 / writer 7 with the
+/// deletionVectors feature, keeping every feature the old versions implied.
+/// `None` when the protocol already has the feature.
+pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
+    if is_supported(protocol, "deletionVectors") {
+        return None;
+    }
+    let mut readers: BTreeSet<String> = reader_features(protocol).map(str::to_string).collect();
+    let mut writers: BTreeSet<String> = writer_features(protocol).map(str::to_string).collect();
+    if protocol.min_writer_version < WRITER_FEATURES_VERSION {
+        for (version, features) in LEGACY_WRITER_FEATURES {
+            if *version <= protocol.min_writer_version {
+                writers.extend(features.iter().map(|f| f.to_string()));
+            }
+        }
+    }
+    if protocol.min_reader_version == 2 {
+        readers.insert("columnMapping".to_string());
+    }
+    readers.insert("deletionVectors".to_string());
+    writers.insert("deletionVectors".to_string());
+    Some(Protocol {
+        min_reader_version: READER_FEATURES_VERSION,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features: Some(readers.into_iter().collect()),
+        writer_features: Some(writers.into_iter().collect()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::tests::protocol;
+    use super::*;
+    use crate::log::schema::{DataType, StructField};
+
+    #[test]
+    fn new_table_protocols() {
+        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
+        let none = HashMap::new();
+        assert_eq!(
+            new_table_protocol(&plain, false, &none),
+            protocol(1, 2, &[], &[])
+        );
+        let p = new_table_protocol(&plain, true, &none);
+        assert_eq!(
+            p,
+            protocol(
+                3,
+                7,
+                &["deletionVectors"],
+                &["appendOnly", "invariants", "deletionVectors"]
+            )
+        );
+        assert!(is_supported(&p, "deletionVectors"));
+        // a nested timestamp_ntz needs the feature too
+        let nested = StructType::new(vec![StructField::new(
+            "s",
+            DataType::Array {
+                element: Box::new(DataType::TimestampNtz),
+                contains_null: true,
+            },
+            true,
+        )]);
+        let p = new_table_protocol(&nested, false, &none);
+        assert!(is_supported(&p, "timestampNtz") && !is_supported(&p, "deletionVectors"));
+        // in-commit timestamps and row tracking are writer features (reader 1)
+        let conf: HashMap<String, Option<String>> = [
+            (ENABLE_IN_COMMIT_TIMESTAMPS, "TRUE"),
+            (ENABLE_ROW_TRACKING, "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect();
+        let p = new_table_protocol(&plain, false, &conf);
+        assert_eq!(
+            p,
+            protocol(
+                1,
+                7,
+                &[],
+                &[
+                    "appendOnly",
+                    "invariants",
+                    "inCommitTimestamp",
+                    "domainMetadata",
+                    "rowTracking"
+                ]
+            )
+        );
+        let off: HashMap<String, Option<String>> =
+            [(ENABLE_ROW_TRACKING.to_string(), Some("false".to_string()))].into();
+        assert_eq!(
+            new_table_protocol(&plain, false, &off),
+            protocol(1, 2, &[], &[])
+        );
+    }
+
+    #[test]
+    fn enabling_deletion_vectors_keeps_what_old_versions_implied() {
+        let p = with_deletion_vectors(&protocol(2, 5, &[], &[])).unwrap();
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        for f in [
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+            "deletionVectors",
+        ] {
+            assert!(p.writer_features.iter().flatten().any(|w| w == f), "{f}");
+        }
+        assert!(!p
+            .writer_features
+            .iter()
+            .flatten()
+            .any(|w| w == "identityColumns"));
+        assert!(is_supported(&p, "columnMapping") && is_supported(&p, "deletionVectors"));
+        let q =
+            with_deletion_vectors(&protocol(3, 7, &["timestampNtz"], &["timestampNtz"])).unwrap();
+        assert!(is_supported(&q, "timestampNtz") && is_supported(&q, "deletionVectors"));
+        assert_eq!(with_deletion_vectors(&q), None);
+    }
+
+    #[test]
+    fn merged_protocols_only_grow() {
+        let old = protocol(1, 2, &[], &[]);
+        let new = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &["deletionVectors", "appendOnly"],
+        );
+        let m = merge_protocols(&old, &new);
+        assert_eq!((m.min_reader_version, m.min_writer_version), (3, 7));
+        assert!(is_supported(&m, "deletionVectors"));
+        let both = merge_protocols(
+            &new,
+            &protocol(3, 7, &["columnMapping"], &["columnMapping"]),
+        );
+        assert!(is_supported(&both, "deletionVectors") && is_supported(&both, "columnMapping"));
+        // legacy versions without feature lists stay without them
+        let legacy = merge_protocols(&old, &protocol(1, 4, &[], &[]));
+        assert_eq!(
+            (legacy.min_reader_version, legacy.min_writer_version),
+            (1, 4)
+        );
+        assert!(legacy.writer_features.is_none());
+    }
+
+    #[test]
+    fn dropping_a_reader_writer_feature_lowers_the_reader_version() {
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors"],
+            &["deletionVectors", "appendOnly"],
+        );
+        let d = drop_reader_writer_feature(&p, "deletionVectors");
+        assert_eq!(d.min_reader_version, 1);
+        assert!(d.reader_features.is_none());
+        let w = d.writer_features.unwrap();
+        assert!(w.contains(&"checkpointProtection".to_string()));
+        assert!(!w.contains(&"deletionVectors".to_string()));
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors", "columnMapping"],
+            &["deletionVectors", "columnMapping"],
+        );
+        assert_eq!(
+            drop_reader_writer_feature(&p, "deletionVectors").min_reader_version,
+            2
+        );
+        let p = protocol(
+            3,
+            7,
+            &["deletionVectors", "v2Checkpoint"],
+            &["deletionVectors", "v2Checkpoint"],
+        );
+        let d = drop_reader_writer_feature(&p, "deletionVectors");
+        assert_eq!(d.reader_features, Some(vec!["v2Checkpoint".to_string()]));
+    }
+}
