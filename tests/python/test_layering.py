@@ -401,9 +401,6 @@ def test_the_json_check_sees_a_parse() -> None:
     assert _json_parses(ast.parse("import json\njson.dumps({})\n")) == []
 
 
-    assert _private_uses("from deltadv._spark_util import _to_arrow_schema\n") == []
-
-
 # --- Rust layering: tokio and object_store only in io, delta.* keys in one file ---------
 
 SRC = Path(__file__).resolve().parents[2] / "src"
