@@ -328,237 +328,310 @@ class DeltaMergeBuilder:
         (``num_target_rows_updated``, ``num_target_rows_inserted``,
         ``num_source_rows``, ``num_target_deletion_vectors_added``, ...) and
         ``version``. Nothing is committed when no clause acts on any row."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
-        from pyspark.sql.types import BooleanType, LongType, StructField, StructType
-
         started = _now_ms()
         t_alias = self._target_alias or "target"
         s_alias = _alias_of(self._source)
         plan = self._plan(t_alias, s_alias)
-        table = self._table
-        table.update_incremental()
-        spark = self._spark
-        options = self._options
-        fields = list(from_arrow_schema(table.schema(), prefer_timestamp_ntz=True).fields)
-        table_names = {f.name for f in fields}
-        kinds = {c[0] for c in plan.clauses}
-        new_columns = None
-        if self._evolve and plan.writes_source_columns:
-            # Schema evolution: the source's columns the table lacks are written
-            # (and added to the schema by the commit).
-            lower = {f.name.lower() for f in fields}
-            fresh = [f for f in self._source.schema.fields if f.name.lower() not in lower]
-            if fresh:
-                fields += [StructField(f.name, f.dataType, True) for f in fresh]
-                new_columns = to_arrow_schema(self._source.schema)
-        by_name = {f.name.lower(): f for f in fields}
-        size = _estimated_bytes(self._source)
-        # A small source is broadcast and the table streamed past it (no shuffle
-        # of the table): matched rows by an inner join (or, with NOT MATCHED BY
-        # SOURCE, a left join keeping every target row), source rows to insert by
-        # an anti join of the materialized source against the matched ones. Else
-        # one outer join, sort-merge on both sides (Spark cannot size the table
-        # read, a Python source: it must not broadcast it).
-        fast = (
+        return _SparkMerge(
+            self._spark,
+            self._table,
+            self._source,
+            self._condition,
+            self._clauses,
+            self._options,
+            self._evolve,
+            plan,
+            (t_alias, s_alias),
+            started,
+        ).run()
+
+
+class _SparkMerge:
+    """One run of a Spark MERGE: the phases of :meth:`DeltaMergeBuilder.execute`
+    and the state they share. The rules come from ``plan``; this only moves
+    rows (joins, the change stream, the writers) and counts them per clause."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        table: _LocalTable,
+        source: DataFrame,
+        condition: str | Column,
+        clauses: list[_Clause],
+        options: dict[str, Any],
+        evolve: bool,
+        plan: MergePlan,
+        aliases: tuple[str, str | None],
+        started: int,
+    ) -> None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        self.plan = plan
+        self.t_alias, self.s_alias = aliases
+        self.started = started
+        self.spark = spark
+        self.condition = condition
+        self.clauses = clauses
+        self.options = options
+        self.source_in = source
+        self.table = table
+        self.table.update_incremental()
+        self.fields = list(from_arrow_schema(self.table.schema(), prefer_timestamp_ntz=True).fields)
+        self.table_names = {f.name for f in self.fields}
+        self.kinds = {c[0] for c in plan.clauses}
+        self.new_columns: pa.Schema | None = None
+        if evolve and plan.writes_source_columns:
+            self._evolve_schema()
+        self.by_name = {f.name.lower(): f for f in self.fields}
+
+    def run(self) -> dict[str, Any]:
+        self._materialize_source()
+        self._bind_clauses()
+        self._read_target()
+        staged, rows, inserts_of = self._join()
+        out = self._write(self._changed_rows(rows), staged, inserts_of)
+        return self._commit(out)
+
+    def _evolve_schema(self) -> None:
+        """Schema evolution: the source's columns the table lacks are written
+        (and added to the schema by the commit)."""
+        from pyspark.sql.types import StructField
+
+        lower = {f.name.lower() for f in self.fields}
+        fresh = [f for f in self.source_in.schema.fields if f.name.lower() not in lower]
+        if fresh:
+            self.fields += [StructField(f.name, f.dataType, True) for f in fresh]
+            self.new_columns = to_arrow_schema(self.source_in.schema)
+
+    def _materialize_source(self) -> None:
+        """A small source is broadcast and the table streamed past it (no
+        shuffle of the table): matched rows by an inner join (or, with NOT
+        MATCHED BY SOURCE, a left join keeping every target row), source rows to
+        insert by an anti join of the materialized source against the matched
+        ones. Else one outer join, sort-merge on both sides (Spark cannot size
+        the table read, a Python source: it must not broadcast it)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+
+        size = _estimated_bytes(self.source_in)
+        self.fast = (
             size is not None
-            and size <= _broadcast_limit(spark)
-            and not {"not_matched", "not_matched_by_source"} <= kinds
+            and size <= _broadcast_limit(self.spark)
+            and not {"not_matched", "not_matched_by_source"} <= self.kinds
         )
-        local: pa.Table | None = None
-        if fast:
+        self.local: pa.Table | None = None
+        if self.fast:
             # The small source, collected once (one job): its row count, its join
             # keys and its rows, numbered, come from here; as a local relation it
             # is broadcast without another job.
-            local = self._source.toArrow()
+            local = self.source_in.toArrow()
             n = local.num_rows
-            local = local.append_column(_SOURCE, pa.repeat(pa.scalar(True), n)).append_column(
+            self.local = local.append_column(_SOURCE, pa.repeat(pa.scalar(True), n)).append_column(
                 _SOURCE_ID, pa.array(range(n), pa.int64())
             )
-            source = spark.createDataFrame(
-                local,
+            source = self.spark.createDataFrame(
+                self.local,
                 StructType(
                     [
-                        *self._source.schema.fields,
+                        *self.source_in.schema.fields,
                         StructField(_SOURCE, BooleanType(), False),
                         StructField(_SOURCE_ID, LongType(), False),
                     ]
                 ),
             )
         else:
-            source = self._source.withColumn(_SOURCE, F.lit(True))
-        if s_alias is not None:
-            source = source.alias(s_alias)
+            source = self.source_in.withColumn(_SOURCE, F.lit(True))
+        self.source = source.alias(self.s_alias) if self.s_alias is not None else source
 
-        def scol(name: str) -> Column:
-            return source[f"`{name}`"]
+    def scol(self, name: str) -> Column:
+        return self.source[f"`{name}`"]
 
-        def value(v: str | Column, field: Any) -> Column:
-            expr = F.expr(v) if isinstance(v, str) else v
-            return expr.cast(field.dataType)
+    def tcol(self, name: str) -> Column:
+        return self.target[f"`{name}`"]
 
-        # Each clause: its condition and the columns it assigns (resolved by
-        # the plan: by name for UPDATE SET * / INSERT *, else as given).
-        specs: list[tuple[int, str, str, Column | None, dict[str, Column]]] = []
-        names = [f.name for f in fields]
-        texts = [_text(self._condition) or ""]
-        for i, (kind, action, cond, values) in enumerate(self._clauses):
+    def _bind_clauses(self) -> None:
+        """Each clause: its condition and the columns it assigns (resolved by
+        the plan: by name for UPDATE SET * / INSERT *, else as given)."""
+        from pyspark.sql import functions as F
+
+        self.specs: list[tuple[int, str, str, Column | None, dict[str, Column]]] = []
+        names = [f.name for f in self.fields]
+        self.texts = [_text(self.condition) or ""]
+        for i, (kind, action, cond, values) in enumerate(self.clauses):
             if cond is not None:
-                texts.append(str(_text(cond)))
+                self.texts.append(str(_text(cond)))
             given = list((values or {}).values())
-            texts += [str(_text(v)) for v in given]
+            self.texts += [str(_text(v)) for v in given]
             assigned: dict[str, Column] = {}
             for k, (column, src, _) in enumerate(
-                plan.assignments(i, names, list(self._source.columns))
+                self.plan.assignments(i, names, list(self.source_in.columns))
             ):
-                field = by_name[column.lower()]
-                assigned[column] = (
-                    scol(src).cast(field.dataType) if src is not None else value(given[k], field)
-                )
+                field = self.by_name[column.lower()]
+                v = self.scol(src) if src is not None else given[k]
+                expr = F.expr(v) if isinstance(v, str) else v
+                assigned[column] = expr.cast(field.dataType)
             condition_col = (
                 None if cond is None else F.expr(cond) if isinstance(cond, str) else cond
             )
-            specs.append((i, kind, action, condition_col, assigned))
+            self.specs.append((i, kind, action, condition_col, assigned))
 
-        # Read only the table columns the MERGE may use: those its expressions
-        # name, and those an UPDATE keeps.
+    def _read_target(self) -> None:
+        """The table read on the executors, only the columns the MERGE may use:
+        those its expressions name, and those an UPDATE keeps."""
         words = {
             (a or b).lower()
-            for a, b in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", " ".join(texts))
+            for a, b in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", " ".join(self.texts))
         }
-        needed = {f.name for f in fields if f.name.lower() in words}
-        for _, _kind, action, _, assigned in specs:
+        needed = {f.name for f in self.fields if f.name.lower() in words}
+        for _, _kind, action, _, assigned in self.specs:
             if action in ("update", "update_all"):
-                needed |= {f.name for f in fields if f.name not in assigned}
-        read_fields = [f for f in fields if f.name in needed and f.name in table_names]
-        readable = {f.name for f in read_fields}
-        tasks = table.scan_tasks(
-            [f.name for f in read_fields], split_size=split_size(spark), with_metadata=True
+                needed |= {f.name for f in self.fields if f.name not in assigned}
+        self.read_fields = [
+            f for f in self.fields if f.name in needed and f.name in self.table_names
+        ]
+        self.readable = {f.name for f in self.read_fields}
+        self.tasks = self.table.scan_tasks(
+            [f.name for f in self.read_fields],
+            split_size=split_size(self.spark),
+            with_metadata=True,
         )
-        paths = sorted({t.path for t in tasks})
-        target = _target_rows(spark, tasks, paths, read_fields).alias(t_alias)
+        self.paths = sorted({t.path for t in self.tasks})
+        self.target = _target_rows(self.spark, self.tasks, self.paths, self.read_fields).alias(
+            self.t_alias
+        )
 
-        def tcol(name: str) -> Column:
-            return target[f"`{name}`"]
+    def _stage(
+        self,
+        frame: DataFrame,
+        kinds_here: dict[str, Column],
+        with_target: bool,
+        carry: tuple[Column, ...] = (),
+        keep_idle: bool = False,
+    ) -> tuple[DataFrame, DataFrame]:
+        """``frame`` with the acting clause of each row (rows none acts on
+        dropped, unless ``keep_idle``: their clause and change are null), and
+        the change rows it gives (with the ``carry`` columns)."""
+        from pyspark.sql import functions as F
 
-        def stage(
-            frame: DataFrame,
-            kinds_here: dict[str, Column],
-            with_target: bool,
-            carry: tuple[Column, ...] = (),
-            keep_idle: bool = False,
-        ) -> tuple[DataFrame, DataFrame]:
-            """``frame`` with the acting clause of each row (rows none acts on
-            dropped, unless ``keep_idle``: their clause and change are null), and
-            the change rows it gives (with the ``carry`` columns)."""
-            clause_expr = None
-            change = None
-            column_values: dict[str, Column] = {}
-            for i, kind, action, cond, assigned in specs:
-                if kind not in kinds_here:
+        clause_expr = None
+        change = None
+        column_values: dict[str, Column] = {}
+        for i, kind, action, cond, assigned in self.specs:
+            if kind not in kinds_here:
+                continue
+            hit = kinds_here[kind] if cond is None else kinds_here[kind] & cond
+            clause_expr = F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, i)
+            what = self.plan.change(i)
+            mine = F.col(_CLAUSE) == i
+            change = F.when(mine, F.lit(what)) if change is None else change.when(mine, what)
+            for f in self.fields:
+                if action == "delete":
                     continue
-                hit = kinds_here[kind] if cond is None else kinds_here[kind] & cond
-                clause_expr = (
-                    F.when(hit, F.lit(i)) if clause_expr is None else clause_expr.when(hit, i)
-                )
-                what = plan.change(i)
-                mine = F.col(_CLAUSE) == i
-                change = F.when(mine, F.lit(what)) if change is None else change.when(mine, what)
-                for f in fields:
-                    if action == "delete":
-                        continue
-                    if f.name in assigned:
-                        new = assigned[f.name]
-                    elif action.startswith("insert"):
-                        new = F.lit(None).cast(f.dataType)
-                    else:
-                        continue  # an update keeps the column
-                    old = column_values.get(f.name)
-                    column_values[f.name] = (
-                        F.when(mine, new) if old is None else old.when(mine, new)
-                    )
-            if clause_expr is None or change is None:
-                if not keep_idle:
-                    raise ValueError("a MERGE needs at least one when... clause")
-                clause_expr = F.lit(None).cast("int")
-                change = F.lit(None).cast("string")
-            staged = frame.select("*", clause_expr.alias(_CLAUSE))
+                if f.name in assigned:
+                    new = assigned[f.name]
+                elif action.startswith("insert"):
+                    new = F.lit(None).cast(f.dataType)
+                else:
+                    continue  # an update keeps the column
+                old = column_values.get(f.name)
+                column_values[f.name] = F.when(mine, new) if old is None else old.when(mine, new)
+        if clause_expr is None or change is None:
             if not keep_idle:
-                staged = staged.filter(F.col(_CLAUSE).isNotNull())
-            out_cols = []
-            for f in fields:
-                base = (
-                    tcol(f.name)
-                    if with_target and f.name in readable
-                    else F.lit(None).cast(f.dataType)
-                )
-                v = column_values.get(f.name)
-                out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
-            meta = (
-                [tcol(_FILE_ID), tcol("_row_index")]
-                if with_target
-                else [F.lit(None).cast("int"), F.lit(None).cast("long")]
+                raise ValueError("a MERGE needs at least one when... clause")
+            clause_expr = F.lit(None).cast("int")
+            change = F.lit(None).cast("string")
+        staged = frame.select("*", clause_expr.alias(_CLAUSE))
+        if not keep_idle:
+            staged = staged.filter(F.col(_CLAUSE).isNotNull())
+        out_cols = []
+        for f in self.fields:
+            base = (
+                self.tcol(f.name)
+                if with_target and f.name in self.readable
+                else F.lit(None).cast(f.dataType)
             )
-            rows = staged.select(
-                *out_cols,
-                meta[0].alias(_FILE_ID),
-                meta[1].alias("_row_index"),
-                change.alias("_change"),
-                F.col(_CLAUSE),
-                *carry,
-            )
-            return staged, rows
+            v = column_values.get(f.name)
+            out_cols.append((base if v is None else v.otherwise(base)).alias(f.name))
+        meta = (
+            [self.tcol(_FILE_ID), self.tcol("_row_index")]
+            if with_target
+            else [F.lit(None).cast("int"), F.lit(None).cast("long")]
+        )
+        rows = staged.select(
+            *out_cols,
+            meta[0].alias(_FILE_ID),
+            meta[1].alias("_row_index"),
+            change.alias("_change"),
+            F.col(_CLAUSE),
+            *carry,
+        )
+        return staged, rows
 
-        condition = F.expr(self._condition) if isinstance(self._condition, str) else self._condition
-        if fast and "not_matched_by_source" not in kinds:
+    def _join(
+        self,
+    ) -> tuple[DataFrame, DataFrame, Callable[[list[int]], DataFrame] | None]:
+        """The target joined with the source as the clauses need: the staged
+        pairs, their change rows, and (broadcast joins with inserts) how to make
+        the insert rows once the matched source rows are known."""
+        from pyspark.sql import functions as F
+
+        kinds = self.kinds
+        condition = F.expr(self.condition) if isinstance(self.condition, str) else self.condition
+        if self.fast and "not_matched_by_source" not in kinds:
             # Only target rows whose join keys occur in the (small) source can
             # match: the readers drop the others before Spark sees them.
-            assert local is not None
-            probe = target.join(F.broadcast(source), condition, "inner")
-            keys = _key_values(probe, local, {f.name for f in read_fields})
+            assert self.local is not None
+            probe = self.target.join(F.broadcast(self.source), condition, "inner")
+            keys = _key_values(probe, self.local, self.readable)
             if keys:
-                target = _target_rows(spark, tasks, paths, read_fields, keys).alias(t_alias)
+                self.target = _target_rows(
+                    self.spark, self.tasks, self.paths, self.read_fields, keys
+                ).alias(self.t_alias)
         # (after the line above: these name the target's columns)
-        has_target = tcol("_row_index").isNotNull()
-        has_source = scol(_SOURCE).isNotNull()
-        group_of = {
+        has_target = self.tcol("_row_index").isNotNull()
+        has_source = self.scol(_SOURCE).isNotNull()
+        self.group_of = {
             "matched": has_target & has_source,
             "not_matched": ~has_target & has_source,
             "not_matched_by_source": has_target & ~has_source,
         }
-        inserts_of: Callable[[list[int]], DataFrame] | None = None
-        if fast:
-            how = "left_outer" if "not_matched_by_source" in kinds else "inner"
-            joined = target.join(F.broadcast(source), condition, how)
-            here = {k: v for k, v in group_of.items() if k != "not_matched"}
-            # With inserts to come, every matched pair reaches the writers (those
-            # no clause acts on too, without a change): they report which source
-            # rows matched.
-            reports = "not_matched" in kinds
-            carry = (scol(_SOURCE_ID).alias(_SOURCE_ID),) if reports else ()
-            staged, rows = stage(joined, here, with_target=True, carry=carry, keep_idle=reports)
-            if reports:
-
-                def pending(matched: list[int]) -> DataFrame:
-                    """The insert rows of the source rows no target row matched."""
-                    ids = spark.createDataFrame([(i,) for i in matched], f"{_MATCHED_ID} long")
-                    unmatched = source.join(
-                        F.broadcast(ids), scol(_SOURCE_ID) == ids[_MATCHED_ID], "left_anti"
-                    )
-                    return stage(unmatched, {"not_matched": F.lit(True)}, with_target=False)[1]
-
-                inserts_of = pending
-        else:
+        if not self.fast:
             how = {
                 (True, True): "full_outer",
                 (True, False): "right_outer",
                 (False, True): "left_outer",
                 (False, False): "inner",
             }[("not_matched" in kinds, "not_matched_by_source" in kinds)]
-            joined = target.hint("merge").join(source, condition, how)
-            staged, rows = stage(joined, group_of, with_target=True)
-        if plan.deletes_duplicates_once:
-            # Several source rows may delete one target row: delete it once.
+            joined = self.target.hint("merge").join(self.source, condition, how)
+            return (*self._stage(joined, self.group_of, with_target=True), None)
+        how = "left_outer" if "not_matched_by_source" in kinds else "inner"
+        joined = self.target.join(F.broadcast(self.source), condition, how)
+        here = {k: v for k, v in self.group_of.items() if k != "not_matched"}
+        # With inserts to come, every matched pair reaches the writers (those
+        # no clause acts on too, without a change): they report which source
+        # rows matched.
+        reports = "not_matched" in kinds
+        carry = (self.scol(_SOURCE_ID).alias(_SOURCE_ID),) if reports else ()
+        staged, rows = self._stage(joined, here, with_target=True, carry=carry, keep_idle=reports)
+        return staged, rows, self._pending_inserts if reports else None
+
+    def _pending_inserts(self, matched: list[int]) -> DataFrame:
+        """The insert rows of the source rows no target row matched."""
+        from pyspark.sql import functions as F
+
+        ids = self.spark.createDataFrame([(i,) for i in matched], f"{_MATCHED_ID} long")
+        unmatched = self.source.join(
+            F.broadcast(ids), self.scol(_SOURCE_ID) == ids[_MATCHED_ID], "left_anti"
+        )
+        return self._stage(unmatched, {"not_matched": F.lit(True)}, with_target=False)[1]
+
+    def _changed_rows(self, rows: DataFrame) -> DataFrame:
+        """The change rows as the writers take them: a target row several
+        source rows delete once (where the plan allows it), with its file's
+        path."""
+        from pyspark.sql import functions as F
+
+        if self.plan.deletes_duplicates_once:
             rows = rows.filter(F.col("_row_index").isNull()).unionByName(
                 rows.filter(F.col("_row_index").isNotNull()).dropDuplicates(
                     [_FILE_ID, "_row_index"]
@@ -566,29 +639,42 @@ class DeltaMergeBuilder:
             )
         # Rows carry a file number, not the path (10M copies of a path cost
         # more than the join): the paths are joined back on the changed rows.
-        path_df = spark.createDataFrame(
-            list(enumerate(paths)), f"{_FILE_ID} int, _file_path string"
+        path_df = self.spark.createDataFrame(
+            list(enumerate(self.paths)), f"{_FILE_ID} int, _file_path string"
         )
-        rows = rows.join(F.broadcast(path_df), _FILE_ID, "left").drop(_FILE_ID)
-        files = paths
-        change_task = table.change_task(
-            files,
+        return rows.join(F.broadcast(path_df), _FILE_ID, "left").drop(_FILE_ID)
+
+    def _write(
+        self,
+        rows: DataFrame,
+        staged: DataFrame,
+        inserts_of: Callable[[list[int]], DataFrame] | None,
+    ) -> list[Any]:
+        """The change rows written by the executors (new data files, one DV
+        file a task), then the inserts of unmatched source rows; one row per
+        writer with its prepared changes, counts per clause and time."""
+        from pyspark.sql import functions as F
+
+        options = self.options
+        change_task = self.table.change_task(
+            self.paths,
             inline_threshold=options["inline_threshold"],
             dv_file_target_size=options["dv_file_target_size"],
             target_file_size=options["target_file_size"],
-            new_columns=new_columns,
+            new_columns=self.new_columns,
         )
-        parts = max(1, spark.sparkContext.defaultParallelism * 2)
+        parts = max(1, self.spark.sparkContext.defaultParallelism * 2)
         key = F.coalesce(
-            F.col("_file_path"), F.hash(*[F.col(f"`{f.name}`") for f in fields]).cast("string")
+            F.col("_file_path"),
+            F.hash(*[F.col(f"`{f.name}`") for f in self.fields]).cast("string"),
         )
-        num_source = local.num_rows if local is not None else self._source.count()
-        source_ms = _now_ms() - started
+        self.num_source = self.local.num_rows if self.local is not None else self.source_in.count()
+        self.source_ms = _now_ms() - self.started
         job_started = _now_ms()
         # The rows of one data file all come from the task that read it (the
         # broadcast join keeps the table's partitions): unless a file was split,
         # coalescing gives each writer whole files, without a shuffle.
-        whole_files = fast and all(t.row_groups is None for t in tasks)
+        whole_files = self.fast and all(t.row_groups is None for t in self.tasks)
         grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
         writer = _counting_writer(change_task)
         try:
@@ -604,50 +690,47 @@ class DeltaMergeBuilder:
         except Exception as e:
             if DUPLICATE_ERROR in str(e):
                 acting = staged.filter(F.col(_CLAUSE).isNotNull())
-                raise self._duplicate_error(
-                    plan, acting, target, group_of["matched"], paths
-                ) from None
+                raise self._duplicate_error(acting) from None
             raise
-        job_ms = _now_ms() - job_started
+        self.job_ms = _now_ms() - job_started
+        return out
+
+    def _commit(self, out: list[Any]) -> dict[str, Any]:
+        """One MERGE commit of every writer's changes, with the plan's
+        parameters, metrics and read set."""
         # The writing tasks run in parallel: the longest is the write phase's
         # wall time (an upper bound: it includes pulling the shuffled rows).
-        rewrite_ms = min(job_ms, max((r["ms"] for r in out), default=0))
-        counts = [0] * len(plan.clauses)
+        rewrite_ms = min(self.job_ms, max((r["ms"] for r in out), default=0))
+        counts = [0] * len(self.plan.clauses)
         for r in out:
             for k, n in json.loads(r["counts"]).items():
                 counts[int(k)] += n
-        extra: dict[str, Any] = plan.metrics(
+        extra: dict[str, Any] = self.plan.metrics(
             counts,
-            num_source,
-            materialize_source_ms=source_ms,
-            scan_ms=job_ms - rewrite_ms,
+            self.num_source,
+            materialize_source_ms=self.source_ms,
+            scan_ms=self.job_ms - rewrite_ms,
             rewrite_ms=rewrite_ms,
         )
-        extra["executionTimeMs"] = _now_ms() - started
-        return table.commit_changes(
+        extra["executionTimeMs"] = _now_ms() - self.started
+        return self.table.commit_changes(
             "MERGE",
             [r["prepared"] for r in out if r["prepared"] is not None],
-            parameters=plan.operation_parameters(),
+            parameters=self.plan.operation_parameters(),
             extra_metrics=extra,
             # The plan says what the result depends on: every file (inserts,
             # NOT MATCHED BY SOURCE) or only the files read.
-            read_files=None if plan.reads_whole_table else files,
-            inline_threshold=options["inline_threshold"],
-            new_columns=new_columns,
+            read_files=None if self.plan.reads_whole_table else self.paths,
+            inline_threshold=self.options["inline_threshold"],
+            new_columns=self.new_columns,
         )
 
-    def _duplicate_error(
-        self,
-        plan: MergePlan,
-        staged: DataFrame,
-        target: DataFrame,
-        matched: Column,
-        paths: list[str],
-    ) -> ValueError:
+    def _duplicate_error(self, staged: DataFrame) -> ValueError:
         """The duplicate-match error, naming a target row (its values) that
         several source rows would change."""
         from pyspark.sql import functions as F
 
+        target, matched = self.target, self.group_of["matched"]
         dup = (
             staged.filter(matched)
             .groupBy(target[_FILE_ID], target["_row_index"])
@@ -659,7 +742,7 @@ class DeltaMergeBuilder:
         detail = None
         if dup:
             file_id, index = dup[0][0], dup[0][1]
-            path = paths[file_id]
+            path = self.paths[file_id]
             row = (
                 staged.filter(matched)
                 .filter((target[_FILE_ID] == file_id) & (target["_row_index"] == index))
@@ -669,7 +752,7 @@ class DeltaMergeBuilder:
             )
             if row is not None:
                 detail = f"{row.asDict()}; row {index} of {path}"
-        error = plan.duplicate_error(detail)
+        error = self.plan.duplicate_error(detail)
         assert isinstance(error, ValueError)
         return error
 
