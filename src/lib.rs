@@ -19,7 +19,8 @@
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read; [`scan::cdf`]: Change Data Feed reads | yes |
 //! | [`write::transaction`] | the one transaction every commit goes through: retries, conflict checks and rebases, in-commit timestamps, row ids, checkpoints | yes |
 //! | [`write::conflict`] | the pure conflict checker (winning commit + reads/changes → proceed, rebase, conflict) | no |
-//! | [`write`](mod@write) | data files + stats (and `cdc` change files), appends, table creation, DELETE, UPDATE, MERGE, checkpoints; maintenance: [`write::optimize`] (PURGE/OPTIMIZE), [`write::vacuum`], [`write::restore`], [`write::drop_feature`], [`write::manifest`] | yes |
+//! | [`write::merge::plan`] | every MERGE rule (clause order, assignments, `operationParameters`, metrics, read set), shared with Spark | no |
+//! | [`write`](mod@write) | one file per operation (module map in its docs): data files + stats (and `cdc` change files), appends, table creation, DELETE, UPDATE, MERGE, DV files, checkpoints; maintenance: [`write::optimize`] (PURGE/OPTIMIZE), [`write::vacuum`], [`write::restore`], [`write::drop_feature`], [`write::manifest`] | yes |
 //!
 //! | feature  | effect                                                       |
 //! |----------|--------------------------------------------------------------|
