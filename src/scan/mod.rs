@@ -62,6 +62,20 @@ pub struct ScanFile {
     pub row_groups: Option<Vec<usize>>,
 }
 
+impl ScanFile {
+    /// The whole of the data file of `add` (its DV applied when read with
+    /// [`DeletedRows::Load`]).
+    pub fn of_add(add: &crate::log::actions::Add) -> ScanFile {
+        ScanFile {
+            path: crate::log::path::normalize_path(&add.path),
+            size: u64::try_from(add.size).unwrap_or(0),
+            partition_values: add.partition_values.clone(),
+            deletion_vector: add.deletion_vector.clone(),
+            row_groups: None,
+        }
+    }
+}
+
 /// What a scan reads and returns.
 #[derive(Debug, Clone)]
 pub struct ScanSpec {

@@ -43,12 +43,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
-use futures::TryStreamExt;
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
 use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::conflict::{FileChange, ReadSet, RebaseFile};
+use super::conflict::{added_row_conflict, FileChange, ReadSet, RebaseFile};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::live_files;
 use super::row_deletes::{self, DeleteChanges, DeleteOptions, PreparedFile};
@@ -568,6 +569,22 @@ pub fn check_can_rewrite(snapshot: &Snapshot, allow_copy_on_write: bool) -> Resu
     )
 }
 
+/// How an operation that read the whole table tells whether rows a
+/// concurrent commit added would have changed what it did (for a MERGE that
+/// inserts: a row matching one of its source keys). With one, the
+/// transaction checks a winner's new files row by row instead of
+/// conflicting on any (see [`Changes::check_added`]).
+pub(crate) trait AddedRowsCheck: Send + Sync {
+    /// The first row of `file` (added by a concurrent commit) this operation
+    /// would have acted on, described for the conflict message; None when
+    /// there is none.
+    fn first_match<'a>(
+        &'a self,
+        store: &'a TableStore,
+        file: &'a Add,
+    ) -> BoxFuture<'a, Result<Option<String>>>;
+}
+
 /// The changes of an UPDATE or MERGE as the transaction sees them: the DV
 /// part is a DELETE's (rebased the same way), plus the new files.
 struct DmlChanges<'o> {
@@ -579,6 +596,7 @@ struct DmlChanges<'o> {
     read_files: Option<BTreeSet<String>>,
     extra: Map<String, Value>,
     started: Instant,
+    added_check: Option<&'o dyn AddedRowsCheck>,
 }
 
 impl Changes for DmlChanges<'_> {
@@ -689,6 +707,40 @@ impl Changes for DmlChanges<'_> {
     ) -> Result<()> {
         self.rows.rebase(store, version, files).await
     }
+
+    fn checks_added_rows(&self) -> bool {
+        self.added_check.is_some()
+    }
+
+    async fn check_added(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        added: Vec<Add>,
+    ) -> Result<()> {
+        let Some(check) = self.added_check else {
+            return Err(Error::Internal(format!(
+                "version {version} added files this operation does not check"
+            )));
+        };
+        let mut found = futures::stream::iter(added.iter())
+            .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
+            .buffer_unordered(super::READ_CONCURRENCY);
+        while let Some((add, first)) = found.try_next().await? {
+            if let Some(row) = first {
+                return Err(added_row_conflict(
+                    version,
+                    &normalize_path(&add.path),
+                    format!(
+                        "the concurrent commit of version {version} added a row this {} \
+                         would have matched ({row})",
+                        self.operation.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Commit what change writers prepared (on one or many executors) as one
@@ -700,16 +752,19 @@ pub async fn commit_changes(
     prepared: Vec<PreparedChanges>,
     options: &DmlOptions,
 ) -> Result<DmlMetrics> {
-    commit_changes_since(snapshot, operation, prepared, options, Instant::now()).await
+    commit_changes_since(snapshot, operation, prepared, options, Instant::now(), None).await
 }
 
-/// [`commit_changes`] of an operation that started at `started`.
+/// [`commit_changes`] of an operation that started at `started`; with
+/// `added_check`, a concurrent commit's new files conflict only when one of
+/// their rows would have changed what the operation did.
 pub(super) async fn commit_changes_since(
     snapshot: &Snapshot,
     operation: DmlOperation,
     prepared: Vec<PreparedChanges>,
     options: &DmlOptions,
     started: Instant,
+    added_check: Option<&dyn AddedRowsCheck>,
 ) -> Result<DmlMetrics> {
     let store = snapshot.store();
     let mut counts = PreparedChanges::default();
@@ -746,6 +801,7 @@ pub(super) async fn commit_changes_since(
             read_files: options.read_files.clone(),
             extra: options.extra_metrics.clone(),
             started,
+            added_check,
         };
         let mut txn = Transaction::new(snapshot, operation.name())?;
         if let Some(m) = &options.new_metadata {

@@ -27,6 +27,13 @@
 //! 6. a winner's `txn` action for an application id this transaction depends
 //!    on conflicts ([`Rule::ConcurrentTransaction`]).
 //!
+//! Rule 2 has a row-level form too: a transaction that can tell from the
+//! rows of a file whether it would have changed what it did (a MERGE that
+//! inserts checks the new rows against its source's join keys) sets
+//! [`TxnContext::checks_added_rows`]; the files rule 2 would refuse are then
+//! returned in [`Decision::Rebase`]'s `added` for the caller to read and
+//! check, and it conflicts only when one of their rows matches.
+//!
 //! They are checked in Delta Spark's order: protocol, metadata, added files,
 //! removed files, application ids; the first conflict wins.
 //!
@@ -167,6 +174,9 @@ pub struct TxnContext {
     pub changes: BTreeMap<String, FileChange>,
     /// Application ids (`txn` actions) read or written.
     pub app_ids: BTreeSet<String>,
+    /// The caller checks the rows of files a winner added (rule 2) instead
+    /// of conflicting on the file: see [`Decision::Rebase`].
+    pub checks_added_rows: bool,
 }
 
 /// The rule a conflict breaks; names follow Delta Spark's exceptions.
@@ -269,10 +279,16 @@ impl RebaseFile {
 pub enum Decision {
     /// No overlap: commit again at the next version with the same actions.
     Proceed,
-    /// Re-read the winner's DV of each file, check it with
-    /// [`check_rows_disjoint`], union this transaction's rows onto it, and
-    /// commit again at the next version.
-    Rebase { files: Vec<RebaseFile> },
+    /// Re-read the winner's DV of each file in `files`, check it with
+    /// [`check_rows_disjoint`], union this transaction's rows onto it; read
+    /// the rows of each file in `added` (new data the winner added that this
+    /// transaction would have read; only with
+    /// [`TxnContext::checks_added_rows`]) and conflict if one of them would
+    /// have changed what it did; then commit again at the next version.
+    Rebase {
+        files: Vec<RebaseFile>,
+        added: Vec<Add>,
+    },
     /// Give up.
     Conflict(ConflictReason),
 }
@@ -280,16 +296,19 @@ pub enum Decision {
 /// Check this transaction against one winning commit.
 pub fn check(txn: &TxnContext, winner: &WinningCommit) -> Decision {
     match check_inner(txn, winner) {
-        Ok(files) if files.is_empty() => Decision::Proceed,
-        Ok(files) => Decision::Rebase { files },
+        Ok((files, added)) if files.is_empty() && added.is_empty() => Decision::Proceed,
+        Ok((files, added)) => Decision::Rebase { files, added },
         Err(reason) => Decision::Conflict(reason),
     }
 }
 
+/// The files to rebase and the added files whose rows to check.
+type Rebases = (Vec<RebaseFile>, Vec<Add>);
+
 fn check_inner(
     txn: &TxnContext,
     winner: &WinningCommit,
-) -> std::result::Result<Vec<RebaseFile>, ConflictReason> {
+) -> std::result::Result<Rebases, ConflictReason> {
     let fail = |rule: Rule, path: Option<&str>, detail: String| ConflictReason {
         rule,
         version: winner.version,
@@ -328,6 +347,7 @@ fn check_inner(
     };
 
     // Rule 2: files the winner added that this transaction would have read.
+    let mut added = Vec::new();
     let blind_appends_count = txn.isolation == IsolationLevel::Serializable || txn.metadata_changed;
     if !txn.blind_append && (!winner.is_blind_append || blind_appends_count) {
         for (path, add) in &winner.adds {
@@ -337,7 +357,9 @@ fn check_inner(
             if !winner.is_blind_append && !add.data_change {
                 continue;
             }
-            if was_read(path) {
+            if was_read(path) && txn.checks_added_rows {
+                added.push(add.clone());
+            } else if was_read(path) {
                 return Err(fail(
                     Rule::ConcurrentAppend,
                     Some(path),
@@ -404,7 +426,19 @@ fn check_inner(
             format!("{who} committed a transaction of the same application id"),
         ));
     }
-    Ok(rebase)
+    Ok((rebase, added))
+}
+
+/// The conflict of a transaction that found, in file `path` the winner of
+/// `version` added, a row it would have changed (`detail` says which).
+pub fn added_row_conflict(version: u64, path: &str, detail: String) -> Error {
+    ConflictReason {
+        rule: Rule::ConcurrentAppend,
+        version,
+        path: Some(path.to_string()),
+        detail,
+    }
+    .into_error()
 }
 
 /// Row-level concurrency, once the DVs are loaded: the winner replaced the DV
@@ -642,6 +676,56 @@ mod tests {
     }
 
     #[test]
+    fn rule2_row_level_form_hands_added_files_to_the_caller() {
+        // An upserting MERGE (whole-table read) that checks added rows: the
+        // UPDATE's new file comes back to be checked, the DV replacement of
+        // a file it changes to be rebased; nothing is a conflict yet.
+        let mut t = delete_txn(
+            IsolationLevel::WriteSerializable,
+            ReadSet::WholeTable,
+            &[("a", FileChange::RewriteRows(rows(&[1])))],
+        );
+        t.checks_added_rows = true;
+        let w = winner(vec![
+            info("UPDATE", false),
+            remove("a"),
+            add("a"),
+            add("rewritten.parquet"),
+            compaction_add("compacted.parquet"),
+        ]);
+        let Decision::Rebase { files, added } = check(&t, &w) else {
+            panic!("expected a rebase, got {:?}", check(&t, &w));
+        };
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].path, "a");
+        let added: Vec<&str> = added.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(added, ["rewritten.parquet"]);
+        // Only new files: checked, no rebase.
+        let insert = winner(vec![info("MERGE", false), add("inserted.parquet")]);
+        assert!(matches!(
+            check(&t, &insert),
+            Decision::Rebase { files, added } if files.is_empty() && added.len() == 1
+        ));
+        // Rules 3, 4 and 6 still conflict outright.
+        let gone = winner(vec![info("DELETE", false), remove("b")]);
+        assert_eq!(
+            rule_of(&check(&t, &gone)),
+            Some((Rule::ConcurrentDeleteRead, Some("b")))
+        );
+        // Without the flag, the same winner is rule 2's conflict.
+        t.checks_added_rows = false;
+        assert_eq!(
+            rule_of(&check(&t, &insert)),
+            Some((Rule::ConcurrentAppend, Some("inserted.parquet")))
+        );
+        let e = added_row_conflict(5, "inserted.parquet", "row with id = 3".into()).to_string();
+        assert!(
+            e.contains("ConcurrentAppend") && e.contains("id = 3"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn rule3_metadata_and_protocol_changes_conflict() {
         let meta = action(
             json!({"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
@@ -723,7 +807,7 @@ mod tests {
                 &[("a", FileChange::DeleteRows(rows(&[1])))],
             );
             match check(&t, &w) {
-                Decision::Rebase { files } => {
+                Decision::Rebase { files, .. } => {
                     assert_eq!(files.len(), 1);
                     assert_eq!(files[0].path, "a");
                     assert_eq!(files[0].winner_add.path, "a");
@@ -747,7 +831,7 @@ mod tests {
                 &[("a", FileChange::RewriteRows(rows(&[1])))],
             );
             assert!(
-                matches!(check(&t, &w), Decision::Rebase { files } if !files[0].overlap_allowed)
+                matches!(check(&t, &w), Decision::Rebase { files, .. } if !files[0].overlap_allowed)
             );
             let upd = winner(vec![
                 info("UPDATE", false),
@@ -761,7 +845,7 @@ mod tests {
                 &[("a", FileChange::DeleteRows(rows(&[1])))],
             );
             assert!(
-                matches!(check(&t, &upd), Decision::Rebase { files } if !files[0].overlap_allowed)
+                matches!(check(&t, &upd), Decision::Rebase { files, .. } if !files[0].overlap_allowed)
             );
         }
     }
@@ -800,7 +884,7 @@ mod tests {
             ReadSet::Nothing,
             &[("a", FileChange::RewriteRows(rows(&[3])))],
         );
-        let Decision::Rebase { files } = check(&t, &w) else {
+        let Decision::Rebase { files, .. } = check(&t, &w) else {
             panic!("expected a rebase")
         };
         let e = files[0]
@@ -986,7 +1070,7 @@ mod interleavings {
             match check(&p.ctx, &w) {
                 Decision::Proceed => {}
                 Decision::Conflict(_) => return Ok(false),
-                Decision::Rebase { files } => {
+                Decision::Rebase { files, .. } => {
                     for f in files {
                         let old = &table.states[v as usize - 1][&f.path].dv;
                         let new = &table.states[v as usize][&f.path].dv;

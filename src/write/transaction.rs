@@ -48,7 +48,7 @@ use super::{fail_point, now_ms, ENGINE_INFO};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{
-    in_commit_timestamp as commit_ict, Action, DomainMetadata, Metadata, Protocol, RecordCount,
+    in_commit_timestamp as commit_ict, Action, Add, DomainMetadata, Metadata, Protocol, RecordCount,
 };
 use crate::log::features;
 use crate::log::features::properties::{
@@ -98,6 +98,30 @@ pub trait Changes {
             Err(Error::Internal(format!(
                 "rebase onto version {version} asked for {paths:?}, which this operation \
                  does not change"
+            )))
+        }
+    }
+
+    /// Whether this operation checks the rows of data files a winner added
+    /// (see [`Changes::check_added`]) instead of conflicting on any.
+    fn checks_added_rows(&self) -> bool {
+        false
+    }
+
+    /// Winning commit `version` added the data files `added`, which this
+    /// transaction would have read: an [`Error::Conflict`] if one of their
+    /// rows would have changed what it did (asked only when
+    /// [`Changes::checks_added_rows`]).
+    fn check_added(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        added: Vec<Add>,
+    ) -> impl Future<Output = Result<()>> {
+        let _ = (store, added);
+        async move {
+            Err(Error::Internal(format!(
+                "version {version} added files this operation does not check"
             )))
         }
     }
@@ -389,13 +413,19 @@ impl<'a> Transaction<'a> {
                     metadata_changed: self.new_metadata.is_some() || self.new_protocol.is_some(),
                     reads,
                     changes: file_changes,
+                    checks_added_rows: changes.checks_added_rows(),
                     ..TxnContext::default()
                 };
                 match checker::check(&txn, &WinningCommit::from_actions(winning, &winner)) {
                     Decision::Proceed => {}
                     Decision::Conflict(reason) => return Err(reason.into_error()),
-                    Decision::Rebase { files } => {
-                        changes.rebase(&self.store, winning, files).await?;
+                    Decision::Rebase { files, added } => {
+                        if !added.is_empty() {
+                            changes.check_added(&self.store, winning, added).await?;
+                        }
+                        if !files.is_empty() {
+                            changes.rebase(&self.store, winning, files).await?;
+                        }
                         outcome.rebases += 1;
                     }
                 }

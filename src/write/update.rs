@@ -111,6 +111,7 @@ pub async fn update_where(
         vec![prepared],
         &options,
         started,
+        None,
     )
     .await
 }

@@ -4,15 +4,19 @@ upserting MERGE (WHEN NOT MATCHED INSERT) on rows only it owns, spread over ever
 data file. All writers start each round together, on the same version, so their
 commits race and rebase each other's deletion vectors. Writers on different rows
 of the same file all commit; an upserting MERGE reads the whole table, so it may
-lose to a concurrent commit that added files and is then redone on the new version.
+lose to a concurrent commit that added files only where one of their rows has one
+of its source keys, which never happens here, so no operation raises.
 
 The expected table comes from a model of the operations (each writer's act on its
 own rows, so their order across writers does not matter): the final table must
 equal it row for row, every operation's metrics must match the model's counts, the
 versions must be gap-free with exactly one commit per successful operation, and a
-conflict must commit nothing. Two small tests pin the conflict rules on one
-process: UPDATE and MERGE of the same row (the later fails, nothing committed) and
-an upserting MERGE against a concurrent UPDATE of another row."""
+conflict must commit nothing. A second shape (4 writers, 16,000 rows in 4 files, 6
+operations each: UPDATEs of 25 ids, DELETEs of 15, upserts of 20 matched ids and 5
+new keys) runs the same way. Small tests pin the conflict rules on one process:
+UPDATE and MERGE of the same row (the later fails, nothing committed), an upserting
+MERGE over concurrent new rows with other keys (it commits) and with one of its
+keys (it fails, nothing committed)."""
 
 from __future__ import annotations
 
@@ -33,7 +37,6 @@ ROWS = 500  # per file; writer w owns the ids i % WRITERS == w: 100 rows of ever
 NEW_BASE = 100_000  # writer w inserts new ids NEW_BASE + w * 1000 + round * 10 + j
 NEW_PER_UPSERT = 10
 OPS = ("delete", "update", "merge", "upsert")
-MAX_RETRIES = 200  # an upsert's retries: each one means another commit landed
 
 #: id -> (val, tag)
 State = dict[int, tuple[int, str]]
@@ -106,6 +109,36 @@ def _plan(writer: int, round_: int) -> dict[str, Any]:
     # new ids, and the new ids of earlier upserts (matched, unless deleted since)
     ids = _own(writer, lambda k: k % 9 == r % 9) + _new_ids(writer, r) + earlier
     return {"kind": kind, "ids": ids, "val": 1000 + r, "tag": f"i{r}"}
+
+
+# The second shape: 4 writers, 4 files of 4,000 rows; writer w owns id % 4 == w.
+WRITERS_2, ROUNDS_2, FILES_2, ROWS_2 = 4, 6, 4, 4000
+
+
+def _initial_2() -> State:
+    return {i: (i * 10, "v") for i in range(FILES_2 * ROWS_2)}
+
+
+def _plan_2(writer: int, round_: int) -> dict[str, Any]:
+    """UPDATE (25 ids), DELETE (15 ids) or upsert (20 matched ids + 5 new keys), in
+    turn, on ids of the writer's spread over all four files, none used twice."""
+    kind = ("update", "delete", "upsert")[(writer + round_) % 3]
+    own = [i for i in range(FILES_2 * ROWS_2) if i % WRITERS_2 == writer]
+    # every 37th own id from an offset per round: all files, no id in two rounds
+    picked = own[round_::37]
+    if kind == "update":
+        return {"kind": kind, "ids": picked[:25], "tag": f"u{round_}"}
+    if kind == "delete":
+        return {"kind": kind, "ids": picked[:15]}
+    new = [NEW_BASE + writer * 1000 + round_ * 10 + j for j in range(5)]
+    return {"kind": kind, "ids": picked[:20] + new, "val": 1000 + round_, "tag": f"i{round_}"}
+
+
+#: name -> (writers, rounds, plan, initial state)
+SHAPES = {
+    "mixed": (WRITERS, ROUNDS, _plan, _initial),
+    "three_kinds": (WRITERS_2, ROUNDS_2, _plan_2, _initial_2),
+}
 
 
 def _apply(state: State, plan: dict[str, Any]) -> dict[str, int]:
@@ -197,26 +230,21 @@ def _counts(kind: str, m: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _writer(uri: str, options: dict[str, str], writer: int, start: Any, out: Any) -> None:
+def _writer(
+    uri: str, options: dict[str, str], shape: str, writer: int, start: Any, out: Any
+) -> None:
     """Run the writer's rounds, each begun together with the other writers; report
-    every operation that committed (round, version, counts, attempts, rebases,
-    conflicts retried) and the error that stopped it, if any."""
+    every operation that committed (round, version, counts, attempts, rebases)
+    and the error that stopped it, if any."""
+    _, rounds, plan_of, _ = SHAPES[shape]
     done: list[dict[str, Any]] = []
     try:
-        for r in range(ROUNDS):
+        for r in range(rounds):
             start.wait(timeout=300)
-            plan = _plan(writer, r)
-            retries = 0
-            while True:
-                try:
-                    m = _execute(uri, options, plan)
-                    break
-                except CommitConflictError:
-                    # Only an upserting MERGE may lose (it read the whole table);
-                    # for the others a conflict is an error, reported below.
-                    if plan["kind"] != "upsert" or retries >= MAX_RETRIES:
-                        raise
-                    retries += 1
+            plan = plan_of(writer, r)
+            # Writers touch disjoint rows: a CommitConflictError is an error
+            # (reported below), for the upsert too.
+            m = _execute(uri, options, plan)
             done.append(
                 {
                     "round": r,
@@ -225,7 +253,6 @@ def _writer(uri: str, options: dict[str, str], writer: int, start: Any, out: Any
                     "counts": _counts(plan["kind"], m),
                     "attempts": m["attempts"],
                     "rebases": m["rebases"],
-                    "retries": retries,
                 }
             )
         out.put((writer, done, None))
@@ -234,12 +261,14 @@ def _writer(uri: str, options: dict[str, str], writer: int, start: Any, out: Any
         out.put((writer, done, repr(e)))
 
 
-def _run(uri: str, options: dict[str, str]) -> None:
+def _run(uri: str, options: dict[str, str], shape: str = "mixed") -> None:
+    writers, rounds, plan_of, initial = SHAPES[shape]
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    start = ctx.Barrier(WRITERS)
+    start = ctx.Barrier(writers)
     procs = [
-        ctx.Process(target=_writer, args=(uri, options, w, start, out)) for w in range(WRITERS)
+        ctx.Process(target=_writer, args=(uri, options, shape, w, start, out))
+        for w in range(writers)
     ]
     for p in procs:
         p.start()
@@ -250,13 +279,13 @@ def _run(uri: str, options: dict[str, str]) -> None:
     assert not errors, errors
 
     # The model: each writer's successful operations in order, on its own rows.
-    expected = _initial()
+    expected = initial()
     versions = []
-    kinds = {"delete": 0, "update": 0, "merge": 0, "upsert": 0}
+    kinds = {k: 0 for k in {plan_of(w, r)["kind"] for w in range(writers) for r in range(rounds)}}
     for w, done, _ in results:
-        assert [d["round"] for d in done] == list(range(ROUNDS))
+        assert [d["round"] for d in done] == list(range(rounds))
         for d in done:
-            plan = _plan(w, d["round"])
+            plan = plan_of(w, d["round"])
             assert d["kind"] == plan["kind"]
             counts = _apply(expected, plan)
             assert d["counts"] == counts, (w, d)
@@ -268,8 +297,8 @@ def _run(uri: str, options: dict[str, str]) -> None:
 
     # One commit per successful operation, gap-free, of the right kinds.
     t = DeltaTable(uri, storage_options=options)
-    assert sorted(versions) == list(range(1, WRITERS * ROUNDS + 1))
-    assert t.version() == WRITERS * ROUNDS
+    assert sorted(versions) == list(range(1, writers * rounds + 1))
+    assert t.version() == writers * rounds
     history = t.history()
     assert sorted(h["version"] for h in history) == list(range(t.version() + 1))
     operations = {h["version"]: h.get("operation") for h in history}
@@ -297,6 +326,16 @@ def _run(uri: str, options: dict[str, str]) -> None:
     assert t.count() == len(expected)
     # The writers raced: some commits were rebased over concurrent DV changes.
     assert sum(d["rebases"] for _, done, _ in results for d in done) > 0
+
+
+def test_three_kinds_on_shared_files_never_conflict(tmp_path: Path) -> None:
+    """4 writers started together, 6 operations each (UPDATE 25 ids, DELETE 15,
+    upsert 20 matched + 5 new keys) on one 16,000-row table of 4 files they all
+    share: every operation commits at once, none raises CommitConflictError."""
+    root = tmp_path / "t"
+    _write_initial(root, rows_per_file=ROWS_2, files=FILES_2)
+    assert len(DeltaTable(str(root)).files()) == FILES_2
+    _run(str(root), {}, "three_kinds")
 
 
 @pytest.fixture
@@ -374,38 +413,74 @@ def test_same_row_update_and_merge_conflict(tmp_path: Path, first: str) -> None:
     assert _rows(path) == expected
 
 
-def test_upsert_merge_redone_after_concurrent_update(tmp_path: Path) -> None:
-    """An upserting MERGE reads the whole table: a concurrent UPDATE of another row
-    (which added a file) makes it fail with nothing committed; a matched-only MERGE
-    opened on the same version commits (rebased). Redone on the new version, the
-    upsert commits."""
+def _upsert(table: DeltaTable, ids: list[int], tag: str) -> dict[str, Any]:
+    source = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "val": pa.array([3] * len(ids), pa.int64()),
+            "tag": [tag] * len(ids),
+        }
+    )
+    return (
+        table.merge(source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update({"val": "t.val + s.val", "tag": "s.tag"})
+        .when_not_matched_insert_all()
+        .execute()
+    )
+
+
+def test_upsert_merge_rebased_over_concurrent_new_rows(tmp_path: Path) -> None:
+    """An upserting MERGE reads the whole table, so files a concurrent commit added
+    matter to it only where one of their rows matches its source keys: a concurrent
+    UPDATE of another row (a new file holding row 7) and a concurrent upsert of other
+    keys (new files holding rows 9 and 60) do not stop it; it commits on top of both,
+    rebased, and every row is as the three operations in any order make it."""
     root = tmp_path / "t"
     _write_initial(root, rows_per_file=10, files=2)
     path = str(root)
     a, b, c = (DeltaTable(path) for _ in range(3))
-    source = pa.table(
-        {"id": pa.array([8, 50], pa.int64()), "val": pa.array([3, 4], pa.int64()), "tag": ["u"] * 2}
-    )
-
-    def upsert(table: DeltaTable) -> dict[str, Any]:
-        return (
-            table.merge(source, "t.id = s.id", source_alias="s", target_alias="t")
-            .when_matched_update({"val": "t.val + s.val", "tag": "s.tag"})
-            .when_not_matched_insert_all()
-            .execute()
-        )
-
     assert _update(a, 7, "a")["version"] == 1
-    m = _merge(c, 9, "c")
-    assert m["version"] == 2 and m["rebases"] == 1
-    before = _files(root)
-    with pytest.raises(CommitConflictError):
-        upsert(b)
-    assert DeltaTable(path).version() == 2
-    assert _files(root) == before, "the loser's files must be removed"
-    m = upsert(DeltaTable(path))
+    m = _upsert(c, [9, 60], "c")
+    assert m["version"] == 2
+    m = _upsert(b, [8, 50], "u")
     assert m["version"] == 3
+    # one lost race, two winners checked (each a rebase), then version 3
+    assert m["attempts"] == 2 and m["rebases"] == 2
     assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
     expected = {i: (i * 10, "v") for i in range(20)}
-    expected.update({7: (71, "a"), 8: (83, "u"), 9: (95, "c"), 50: (4, "u")})
+    expected.update({7: (71, "a"), 8: (83, "u"), 9: (93, "c"), 60: (3, "c"), 50: (3, "u")})
+    assert _rows(path) == expected
+
+
+@pytest.mark.parametrize("winner", ["insert", "update"])
+def test_upsert_merge_conflicts_on_a_concurrent_row_with_its_key(
+    tmp_path: Path, winner: str
+) -> None:
+    """Two writers on version 0 whose operations meet on one key: a concurrent
+    upsert that inserted key 50 (or an UPDATE that rewrote row 8 into a new file)
+    holds a row the second upsert would have matched, so the second raises
+    CommitConflictError (Delta Spark's ConcurrentAppendException) and commits
+    nothing; redone on the new version it matches the row."""
+    root = tmp_path / "t"
+    _write_initial(root, rows_per_file=10, files=2)
+    path = str(root)
+    a, b = DeltaTable(path), DeltaTable(path)
+    if winner == "insert":
+        assert _upsert(a, [50], "a")["version"] == 1
+    else:
+        assert _update(a, 8, "a")["version"] == 1
+    before = _files(root)
+    with pytest.raises(CommitConflictError, match="ConcurrentAppend"):
+        _upsert(b, [8, 50], "b")
+    assert DeltaTable(path).version() == 1
+    assert _files(root) == before, "the loser's files must be removed"
+    m = _upsert(DeltaTable(path), [8, 50], "b")
+    assert m["version"] == 2
+    expected = {i: (i * 10, "v") for i in range(20)}
+    if winner == "insert":
+        expected.update({8: (83, "b"), 50: (6, "b")})
+        assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (2, 0)
+    else:
+        expected.update({8: (84, "b"), 50: (3, "b")})
+        assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
     assert _rows(path) == expected

@@ -3,7 +3,7 @@
 //! target batches; and the key-range predicate that prunes the target files
 //! a chunk can match.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use arrow_array::{Array, RecordBatch};
 use arrow_row::RowConverter;
@@ -78,6 +78,76 @@ impl Chunk {
             }
         }
         Ok((t, s))
+    }
+}
+
+/// The join keys of every source row, kept (while they fit in a byte
+/// budget) to check rows a concurrent commit added: a MERGE that inserts
+/// conflicts with such a row only when its key is one of the source's.
+pub(super) struct SourceKeys {
+    converter: RowConverter,
+    keys: HashSet<Box<[u8]>>,
+    bytes: usize,
+    limit: usize,
+    complete: bool,
+}
+
+impl SourceKeys {
+    /// Keep at most `limit` bytes of encoded keys.
+    pub(super) fn new(plan: &BoundMerge, limit: usize) -> Result<SourceKeys> {
+        Ok(SourceKeys {
+            converter: plan.converter()?,
+            keys: HashSet::new(),
+            bytes: 0,
+            limit,
+            complete: true,
+        })
+    }
+
+    /// Add the keys of a source chunk; past the budget the set is dropped
+    /// and [`SourceKeys::complete`] turns false.
+    pub(super) fn add(&mut self, plan: &BoundMerge, source: &RecordBatch) -> Result<()> {
+        if !self.complete {
+            return Ok(());
+        }
+        let rel = plan.rel.batch(None, Some(source))?;
+        let (rows, valid) = plan.key_rows(&self.converter, &plan.keys_source, &rel)?;
+        for (i, ok) in valid.iter().enumerate() {
+            if !ok {
+                continue; // a NULL key matches nothing
+            }
+            let key = rows.row(i);
+            if self.keys.insert(key.as_ref().into()) {
+                self.bytes += key.as_ref().len() + 16;
+            }
+            if self.bytes > self.limit {
+                self.complete = false;
+                self.keys = HashSet::new();
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every source key was kept.
+    pub(super) fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The first row of `target` (a target batch as the MERGE scans it)
+    /// whose key is a source key, described.
+    pub(super) fn first_match(
+        &self,
+        plan: &BoundMerge,
+        target: &RecordBatch,
+    ) -> Result<Option<String>> {
+        let rel = plan.rel.batch(Some(target), None)?;
+        let (rows, valid) = plan.key_rows(&self.converter, &plan.keys_target, &rel)?;
+        Ok(valid
+            .iter()
+            .enumerate()
+            .find(|(i, ok)| **ok && self.keys.contains(rows.row(*i).as_ref()))
+            .map(|(i, _)| plan.key_text(&rel, i)))
     }
 }
 

@@ -59,14 +59,15 @@ use serde_json::Value;
 
 use self::apply::{process_file, take, FileOutcome, Pass};
 use self::bound::BoundMerge;
-use self::join::{key_ranges, Chunk};
+use self::join::{key_ranges, Chunk, SourceKeys};
 pub use self::plan::{
     duplicate_match_error, Assigned, ClauseAction, ClauseCounts, ClauseKind, MergeClause,
     MergePlan, MergeSpec, MergeTimes, DEFAULT_SOURCE_CHUNK_BYTES, DUPLICATE_MATCH_ERROR,
 };
 use self::source::{SourceChunks, SourceShape};
 use super::changes::{
-    check_can_rewrite, commit_changes_since, ChangeWriter, DmlMetrics, DmlOperation, DmlOptions,
+    check_can_rewrite, commit_changes_since, AddedRowsCheck, ChangeWriter, DmlMetrics,
+    DmlOperation, DmlOptions,
 };
 use super::data::TableLayout;
 use crate::error::{Error, Result};
@@ -81,6 +82,41 @@ fn invalid(message: impl Into<String>) -> Error {
 
 fn arrow_error(e: arrow_schema::ArrowError) -> Error {
     Error::InvalidArgument(format!("MERGE: {e}"))
+}
+
+/// Most bytes of source join keys a MERGE that inserts keeps to check rows a
+/// concurrent commit added; with a larger source, any such file conflicts.
+pub const SOURCE_KEYS_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The rows a concurrent commit added, checked against the source keys of a
+/// MERGE that inserts and has no `NOT MATCHED BY SOURCE` clause: such a
+/// MERGE would have acted differently only on a new row matching one of its
+/// source rows (a key match is enough: the rest of the condition is not
+/// evaluated, so the check errs towards a conflict).
+struct InsertCheck {
+    plan: Arc<BoundMerge>,
+    keys: SourceKeys,
+    spec: ScanSpec,
+}
+
+impl AddedRowsCheck for InsertCheck {
+    fn first_match<'a>(
+        &'a self,
+        store: &'a crate::io::TableStore,
+        file: &'a crate::log::actions::Add,
+    ) -> futures::future::BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let file = ScanFile::of_add(file);
+            let mut batches =
+                scan::stream_file(store, &self.spec, &file, scan::DeletedRows::Load).await?;
+            while let Some(batch) = futures::TryStreamExt::try_next(&mut batches).await? {
+                if let Some(row) = self.keys.first_match(&self.plan, &batch)? {
+                    return Ok(Some(row));
+                }
+            }
+            Ok(None)
+        })
+    }
 }
 
 /// MERGE `source` into the table at `snapshot` (see the module docs); one
@@ -152,6 +188,13 @@ pub async fn merge<R: RecordBatchReader>(
     )?;
     let mut chunks = SourceChunks::new(source, shape, spec.source_chunk_bytes);
     let mut stats = RunStats::new(merge_plan.clauses().len());
+    // Inserting, the MERGE reads the whole table; it keeps its source keys
+    // to tell whether files a concurrent commit adds hold a matching row.
+    let mut keys = if merge_plan.reads_whole_table() && plan.by_source.is_empty() {
+        Some(SourceKeys::new(&plan, SOURCE_KEYS_LIMIT)?)
+    } else {
+        None
+    };
     let run = run_merge(
         snapshot,
         &plan,
@@ -159,6 +202,7 @@ pub async fn merge<R: RecordBatchReader>(
         &scan_spec,
         &mut writer,
         &mut stats,
+        keys.as_mut(),
     )
     .await;
     let prepared = match run {
@@ -194,12 +238,18 @@ pub async fn merge<R: RecordBatchReader>(
     } else {
         Some(stats.scanned)
     };
+    let check = keys.filter(SourceKeys::complete).map(|keys| InsertCheck {
+        plan: plan.clone(),
+        keys,
+        spec: scan_spec.clone(),
+    });
     commit_changes_since(
         snapshot,
         DmlOperation::Merge,
         vec![prepared],
         &options,
         started,
+        check.as_ref().map(|c| c as &dyn AddedRowsCheck),
     )
     .await
 }
@@ -288,6 +338,7 @@ async fn run_merge<R: RecordBatchReader>(
     scan_spec: &ScanSpec,
     writer: &mut ChangeWriter,
     stats: &mut RunStats,
+    mut keys: Option<&mut SourceKeys>,
 ) -> Result<()> {
     let store = snapshot.store().clone();
     let by_source = !plan.by_source.is_empty();
@@ -306,6 +357,9 @@ async fn run_merge<R: RecordBatchReader>(
         first = false;
         let t = Instant::now();
         let chunk = Arc::new(Chunk::build(plan, source)?);
+        if let Some(keys) = keys.as_deref_mut() {
+            keys.add(plan, &chunk.source)?;
+        }
         stats.source_time += t.elapsed();
         let inline_by_source = by_source && !multi;
         // Files that may hold the chunk's keys (all of them when unmatched
