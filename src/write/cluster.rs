@@ -142,38 +142,46 @@ pub fn select_files(
 /// coordinates → transposed index, then its bits interleaved). Consecutive
 /// indices are neighbouring cells. `coords.len() * bits` must be ≤ 64.
 pub fn hilbert_index(coords: &[u32], bits: u32) -> u64 {
-    let n = coords.len();
-    if n == 0 || bits == 0 {
+    let mut x: Vec<u32> = coords.to_vec();
+    if x.is_empty() || bits == 0 {
         return 0;
     }
-    if n == 1 {
-        return u64::from(coords[0]);
+    if let [only] = x.as_slice() {
+        return u64::from(*only);
     }
-    let mut x: Vec<u32> = coords.to_vec();
     let m: u32 = 1 << (bits - 1);
     // Inverse undo of the excess work.
     let mut q = m;
     while q > 1 {
         let p = q - 1;
-        for i in 0..n {
-            if x[i] & q != 0 {
-                x[0] ^= p;
-            } else {
-                let t = (x[0] ^ x[i]) & p;
-                x[0] ^= t;
-                x[i] ^= t;
+        if let Some((x0, rest)) = x.split_first_mut() {
+            // i = 0: x0 ^ x0 is 0, so only the first branch changes anything
+            if *x0 & q != 0 {
+                *x0 ^= p;
+            }
+            for xi in rest {
+                if *xi & q != 0 {
+                    *x0 ^= p;
+                } else {
+                    let t = (*x0 ^ *xi) & p;
+                    *x0 ^= t;
+                    *xi ^= t;
+                }
             }
         }
         q >>= 1;
     }
     // Gray encode.
-    for i in 1..n {
-        x[i] ^= x[i - 1];
+    let mut prev = 0;
+    for v in &mut x {
+        *v ^= prev;
+        prev = *v;
     }
+    let last = x.last().copied().unwrap_or(0);
     let mut t = 0;
     let mut q = m;
     while q > 1 {
-        if x[n - 1] & q != 0 {
+        if last & q != 0 {
             t ^= q - 1;
         }
         q >>= 1;
@@ -390,8 +398,8 @@ pub async fn rewrite(
         .map(|c| {
             let sample: Vec<OwnedRow> = keys
                 .iter()
-                .flat_map(|k| {
-                    let rows = &k[c];
+                .filter_map(|k| k.get(c))
+                .flat_map(|rows| {
                     (0..rows.num_rows())
                         .step_by(stride)
                         .map(move |i| rows.row(i).owned())

@@ -12,6 +12,8 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | the feature table (names, reader/writer kinds, per-operation verdicts), version limits, the read and write checks (`check_read`, `check_write`, `plan_delete`, `plan_rewrite`, `check_append`) |
+//! | [`clustering`] | liquid clustering: the `delta.clustering` domain, `CLUSTER BY` on create, ZCube tags of clustered files |
+//! | [`iceberg`] | the writer rules of active `icebergCompatV1/V2` (column mapping, no DVs, ...), checked by `check_write` |
 //! | [`properties`] | every `delta.*` key (table properties, column metadata, domains), with typed accessors ([`properties::TableProperties`]) |
 //! | [`protocol`] | protocols built or changed by a write: a new table's, merged (raised), with deletion vectors added, a feature dropped (downgrade) |
 //! | [`type_widening`] | the type changes Delta allows and the `delta.typeChanges` history they leave on columns |
