@@ -96,6 +96,7 @@ class _WriteOptions(TypedDict, total=False):
     target_file_size: int
     rows_per_file: int | None
     row_group_rows: int | None
+    cluster_by: list[str]
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 

@@ -877,7 +877,13 @@ class DeltaTable:
         partition into files of about that size, and rewrite every file with more
         than ``max_deleted_rows_ratio`` of its rows deleted, without them. Committed
         with ``dataChange=false`` as Delta Spark's ``OPTIMIZE``; metrics as
-        :meth:`purge`."""
+        :meth:`purge`.
+
+        On a liquid-clustered table (``CLUSTER BY``) it clusters instead, as Delta
+        Spark: the files no OPTIMIZE clustered yet and those of partial ZCubes are
+        rewritten together in Hilbert-curve order over the clustering columns (DVs
+        purged), into files of ``target_size`` tagged ``clusteringProvider="liquid"``;
+        a table already clustered is left alone."""
         return self._compact(
             "optimize", target_size, max_deleted_rows_ratio, partition_filters, progress
         )

@@ -108,6 +108,7 @@ pub struct AddColumns {
     dv: Option<DvColumns>,
     base_row_id: Option<Int64Array>,
     default_row_commit_version: Option<Int64Array>,
+    clustering_provider: Option<StringArray>,
 }
 
 impl AddColumns {
@@ -173,6 +174,7 @@ impl AddColumns {
             dv,
             base_row_id: longs(adds, "baseRowId", file)?,
             default_row_commit_version: longs(adds, "defaultRowCommitVersion", file)?,
+            clustering_provider: strings(adds, "clusteringProvider", file)?,
         })
     }
 
@@ -330,7 +332,11 @@ impl AddColumns {
             deletion_vector: self.descriptor(i)?,
             base_row_id: opt_long(&self.base_row_id),
             default_row_commit_version: opt_long(&self.default_row_commit_version),
-            clustering_provider: None,
+            clustering_provider: self
+                .clustering_provider
+                .as_ref()
+                .filter(|a| a.is_valid(i))
+                .map(|a| a.value(i).to_string()),
         })
     }
 }

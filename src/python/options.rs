@@ -286,6 +286,7 @@ pub(super) struct WriteArgs {
     pub target_file_size: usize,
     pub rows_per_file: Option<usize>,
     pub row_group_rows: Option<usize>,
+    pub cluster_by: Vec<String>,
 }
 
 impl Default for WriteArgs {
@@ -299,6 +300,7 @@ impl Default for WriteArgs {
             target_file_size: DEFAULT_TARGET_FILE_SIZE,
             rows_per_file: None,
             row_group_rows: None,
+            cluster_by: Vec::new(),
         }
     }
 }
@@ -318,10 +320,12 @@ impl WriteArgs {
                 "target_file_size",
                 "rows_per_file",
                 "row_group_rows",
+                "cluster_by",
             ],
         )?;
         let d = Self::default();
         Ok(WriteArgs {
+            cluster_by: kw.get("cluster_by", d.cluster_by.clone())?,
             mode: kw.get("mode", d.mode)?,
             schema_ipc: kw.get("schema_ipc", d.schema_ipc)?,
             partition_by: kw.get("partition_by", d.partition_by)?,
@@ -349,6 +353,7 @@ impl WriteArgs {
                 max_rows_per_file: self.rows_per_file,
                 row_group_rows: self.row_group_rows,
             },
+            cluster_by: self.cluster_by,
         };
         Ok((options, self.schema_ipc))
     }

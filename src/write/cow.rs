@@ -100,7 +100,8 @@ async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option
         deletion_vector: None,
         base_row_id: None,
         default_row_commit_version: None,
-        clustering_provider: r.add.clustering_provider.clone(),
+        // a plain write, as Delta Spark's: not part of a clustering ZCube
+        clustering_provider: None,
     };
     Ok(Some((add, kept)))
 }

@@ -25,6 +25,8 @@ pub struct CreateOptions {
     pub configuration: HashMap<String, String>,
     /// Turn deletion vectors on (the feature and `delta.enableDeletionVectors=true`).
     pub enable_deletion_vectors: bool,
+    /// Liquid clustering columns (`CLUSTER BY`; nested fields dot-separated).
+    pub cluster_by: Vec<String>,
 }
 
 /// Commit version 0 of a new table at `store` with `schema` and the data files
@@ -78,22 +80,42 @@ pub async fn create_table(
         configuration,
         created_time: Some(now),
     };
-    let protocol = features::new_table_protocol(
+    let mut protocol = features::new_table_protocol(
         schema,
         options.enable_deletion_vectors,
         &metadata.configuration,
     );
+    let clustering = features::clustering::resolve_cluster_by(
+        schema,
+        &options.partition_by,
+        &options.cluster_by,
+        crate::log::schema::column_mapping_mode(&metadata.configuration)?,
+    )?;
+    let mut domains = Vec::new();
+    if !clustering.is_empty() {
+        protocol = features::clustering::with_clustering(&protocol);
+        domains.push(Action::DomainMetadata(
+            features::clustering::clustering_domain(&clustering)?,
+        ));
+    }
     features::check_append(&protocol, &metadata, schema)?;
     let mut parameters = Map::new();
     parameters.insert(
         "partitionBy".into(),
         json!(serde_json::to_string(&options.partition_by).unwrap_or_default()),
     );
+    if !clustering.is_empty() {
+        let names: Vec<String> = clustering.iter().map(|c| c.name()).collect();
+        parameters.insert("clusterBy".into(), json!(json!(names).to_string()));
+    }
     let mut metrics = Map::new();
     metrics.insert("numFiles".into(), json!(adds.len().to_string()));
     metrics.insert("numOutputRows".into(), json!(rows.to_string()));
     let mut changes = FixedActions {
-        actions: adds.into_iter().map(|a| Action::Add(Box::new(a))).collect(),
+        actions: domains
+            .into_iter()
+            .chain(adds.into_iter().map(|a| Action::Add(Box::new(a))))
+            .collect(),
         metrics,
     };
     let outcome = Transaction::create(store.clone(), protocol, metadata, "CREATE TABLE AS SELECT")
@@ -117,6 +139,13 @@ pub async fn enable_deletion_vectors(snapshot: &Snapshot) -> Result<u64> {
     let property_on = features::property_is_true(metadata, ENABLE_DELETION_VECTORS);
     if upgraded.is_none() && property_on {
         return Ok(snapshot.version());
+    }
+    if let Some(v) = features::iceberg::active_versions(protocol, metadata).last() {
+        // Delta Spark: DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED
+        return Err(Error::Unsupported(format!(
+            "deletion vectors cannot be enabled: the table has icebergCompatV{v} active \
+             (delta.enableIcebergCompatV{v}=true), which requires them disabled"
+        )));
     }
     let mut new_metadata = metadata.clone();
     new_metadata.configuration.insert(

@@ -55,6 +55,8 @@ pub struct WriteOptions {
     /// A new table gets deletion vectors.
     pub enable_deletion_vectors: bool,
     pub writer: WriterOptions,
+    /// Liquid clustering columns of a new table (`CLUSTER BY`).
+    pub cluster_by: Vec<String>,
 }
 
 impl Default for WriteOptions {
@@ -65,6 +67,7 @@ impl Default for WriteOptions {
             configuration: HashMap::new(),
             enable_deletion_vectors: true,
             writer: WriterOptions::default(),
+            cluster_by: Vec::new(),
         }
     }
 }
@@ -125,6 +128,24 @@ pub async fn target(
                     "partition_by {:?} differs from the table's partition columns {table_parts:?}",
                     options.partition_by
                 )));
+            }
+            if !options.cluster_by.is_empty() {
+                let table: Vec<String> = crate::log::features::clustering::clustering_columns(
+                    s.protocol(),
+                    s.domain_metadata(),
+                    s.schema(),
+                    s.column_mapping(),
+                )?
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.name())
+                .collect();
+                if options.cluster_by != table {
+                    return Err(Error::InvalidArgument(format!(
+                        "cluster_by {:?} differs from the table's clustering columns {table:?}",
+                        options.cluster_by
+                    )));
+                }
             }
             check_appendable(&s)?;
             Ok((TableLayout::of_snapshot(&s), Some(s)))
@@ -214,6 +235,7 @@ async fn commit_to(
                     partition_by: options.partition_by.clone(),
                     configuration: options.configuration.clone(),
                     enable_deletion_vectors: options.enable_deletion_vectors,
+                    cluster_by: options.cluster_by.clone(),
                 };
                 create_table(store, schema, adds, &create).await
             }

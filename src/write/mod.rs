@@ -33,6 +33,7 @@
 //! | [`update`]        | UPDATE in this process                                                |
 //! | [`merge`]         | MERGE: the rules ([`merge::plan`], shared with Spark) and the join    |
 //! | [`metrics`]       | operation metrics as Delta Spark names them                           |
+//! | [`cluster`]       | OPTIMIZE of a clustered table: files to recluster, Hilbert order over range ids |
 //! | [`optimize`], [`vacuum`], [`restore`], [`drop_feature`], [`manifest`] | maintenance |
 //! | [`checkpoint`]    | checkpoint files written after a commit                               |
 //!
@@ -42,6 +43,7 @@
 pub mod append;
 pub mod changes;
 pub mod checkpoint;
+pub mod cluster;
 pub mod commit;
 pub mod conflict;
 pub mod cow;

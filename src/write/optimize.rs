@@ -125,6 +125,10 @@ pub struct CompactPlan {
     pub bins: Vec<CompactBin>,
     /// Files looked at (after the partition filter).
     pub considered_files: u64,
+    /// OPTIMIZE of a clustered table: one bin, reclustered
+    /// ([`super::cluster`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clustering: Option<super::cluster::ClusteringRun>,
 }
 
 /// What one rewrite task needs, as JSON (no credentials).
@@ -134,6 +138,9 @@ pub struct CompactTask {
     pub metadata: Metadata,
     pub target_size: u64,
     pub bin: CompactBin,
+    /// Recluster the bin's rows ([`super::cluster::rewrite`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clustering: Option<super::cluster::ClusteringRun>,
 }
 
 /// What a compaction did.
@@ -198,6 +205,11 @@ pub fn plan(
         )));
     }
     let target_size = target_size_of(snapshot, options)?;
+    if mode == CompactMode::Optimize {
+        if let Some(plan) = plan_clustered(snapshot, options, target_size)? {
+            return Ok(plan);
+        }
+    }
     let filter = match &options.partition_filter {
         None => None,
         Some(text) => {
@@ -286,7 +298,48 @@ pub fn plan(
         target_size,
         bins,
         considered_files: considered,
+        clustering: None,
     })
+}
+
+/// OPTIMIZE of a clustered table: the files to recluster, in one bin
+/// ([`super::cluster::select_files`]); `None` when the table is not clustered.
+fn plan_clustered(
+    snapshot: &Snapshot,
+    options: &CompactOptions,
+    target_size: u64,
+) -> Result<Option<CompactPlan>> {
+    let Some(columns) = features::clustering::clustering_columns(
+        snapshot.protocol(),
+        snapshot.domain_metadata(),
+        snapshot.schema(),
+        snapshot.column_mapping(),
+    )?
+    else {
+        return Ok(None);
+    };
+    if let Some(filter) = &options.partition_filter {
+        return Err(Error::InvalidArgument(format!(
+            "OPTIMIZE of a clustered table takes no partition filter ({filter:?}): the table \
+             has no partitions, it is clustered by {:?}",
+            columns.iter().map(|c| c.name()).collect::<Vec<_>>()
+        )));
+    }
+    let files = snapshot.files()?;
+    let considered = files.len() as u64;
+    let selected = super::cluster::select_files(files, &columns, options.max_deleted_rows_ratio);
+    Ok(Some(CompactPlan {
+        mode: CompactMode::Optimize,
+        version: snapshot.version(),
+        target_size,
+        bins: if selected.is_empty() {
+            Vec::new()
+        } else {
+            vec![CompactBin { files: selected }]
+        },
+        considered_files: considered,
+        clustering: Some(super::cluster::ClusteringRun::new(&columns)),
+    }))
 }
 
 impl CompactPlan {
@@ -299,6 +352,7 @@ impl CompactPlan {
                 metadata: snapshot.metadata().clone(),
                 target_size: self.target_size,
                 bin: bin.clone(),
+                clustering: self.clustering.clone(),
             })
             .collect()
     }
@@ -311,6 +365,9 @@ impl CompactTask {
     pub async fn rewrite(&self, store: &TableStore) -> Result<Vec<Add>> {
         use futures::{StreamExt, TryStreamExt};
 
+        if let Some(run) = &self.clustering {
+            return super::cluster::rewrite(self, run, store).await;
+        }
         let mut layout = TableLayout::of(&self.protocol, &self.metadata)?;
         let tracking = row_tracking_columns(&self.protocol, &self.metadata);
         if let Some(columns) = &tracking {
@@ -399,7 +456,10 @@ impl CompactTask {
 /// The hidden columns a table that tracks rows materializes row ids and
 /// row commit versions into (`delta.rowTracking.materialized…ColumnName`),
 /// when the protocol supports row tracking and both are named.
-fn row_tracking_columns(protocol: &Protocol, metadata: &Metadata) -> Option<[String; 2]> {
+pub(super) fn row_tracking_columns(
+    protocol: &Protocol,
+    metadata: &Metadata,
+) -> Option<[String; 2]> {
     if !features::is_supported(protocol, "rowTracking") {
         return None;
     }
@@ -411,7 +471,7 @@ fn row_tracking_columns(protocol: &Protocol, metadata: &Metadata) -> Option<[Str
 /// `_row_index` and `_file_path`) with every row's id and commit version
 /// filled in (a materialized value, else the file's `baseRowId` + the row's
 /// index and its `defaultRowCommitVersion`), without the metadata columns.
-fn materialize_row_ids(
+pub(super) fn materialize_row_ids(
     batch: &RecordBatch,
     add: &Add,
     id: &str,
@@ -568,8 +628,15 @@ pub async fn commit(
         }
         CompactMode::Optimize => {
             parameters.insert("zOrderBy".into(), json!("[]"));
-            parameters.insert("clusterBy".into(), json!("[]"));
+            let cluster_by = plan
+                .clustering
+                .as_ref()
+                .map_or_else(Vec::new, |c| c.names());
+            parameters.insert("clusterBy".into(), json!(json!(cluster_by).to_string()));
             parameters.insert("auto".into(), json!(false));
+            if plan.clustering.is_some() {
+                parameters.insert("isFull".into(), json!(false));
+            }
         }
     }
     let committed = async {

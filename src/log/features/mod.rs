@@ -12,6 +12,8 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | the feature table (names, reader/writer kinds, per-operation verdicts), version limits, the read and write checks (`check_read`, `check_write`, `plan_delete`, `plan_rewrite`, `check_append`) |
+//! | [`clustering`] | liquid clustering: the `delta.clustering` domain, `CLUSTER BY` on create, ZCube tags of clustered files |
+//! | [`iceberg`] | the writer rules of active `icebergCompatV1/V2` (column mapping, no DVs, ...), checked by `check_write` |
 //! | [`properties`] | every `delta.*` key (table properties, column metadata, domains), with typed accessors ([`properties::TableProperties`]) |
 //! | [`protocol`] | protocols built or changed by a write: a new table's, merged (raised), with deletion vectors added, a feature dropped (downgrade) |
 //! | [`type_widening`] | the type changes Delta allows and the `delta.typeChanges` history they leave on columns |
@@ -28,6 +30,8 @@ use properties::{
     GENERATION_EXPRESSION_KEY, IDENTITY_START_KEY, INVARIANTS_KEY,
 };
 
+pub mod clustering;
+pub mod iceberg;
 pub mod properties;
 pub mod protocol;
 pub mod type_widening;
@@ -139,7 +143,6 @@ const fn reader_writer(
 }
 
 const NO_ICEBERG: Verdict = No("deltadv does not maintain Iceberg compatibility (UniForm)");
-const NO_CLUSTERING: Verdict = No("deltadv does not maintain clustering metadata yet");
 const NO_COORDINATOR: Verdict =
     No("the table's commits go through a commit coordinator, which deltadv does not implement");
 const NO_CATALOG: Verdict =
@@ -176,10 +179,15 @@ static FEATURES: &[Feature] = &[
     writer("rowTracking", Yes, Yes),
     // Domains are left as they are.
     writer("domainMetadata", Yes, Yes),
-    writer("icebergCompatV1", NO_ICEBERG, NO_ICEBERG),
-    writer("icebergCompatV2", NO_ICEBERG, NO_ICEBERG),
+    // Their writer rules (column mapping, no DVs, ...) are checked apart,
+    // in iceberg::check.
+    writer("icebergCompatV1", Yes, Yes),
+    writer("icebergCompatV2", Yes, Yes),
     writer("icebergCompatV3", NO_ICEBERG, NO_ICEBERG),
-    writer("clustering", NO_CLUSTERING, NO_CLUSTERING),
+    // Liquid clustering: plain writes leave the `delta.clustering` domain as
+    // it is and add unmarked files, as Delta Spark's; OPTIMIZE clusters
+    // (clustering, write::cluster).
+    writer("clustering", Yes, Yes),
     // The transaction writes commitInfo first with a monotonic inCommitTimestamp.
     writer("inCommitTimestamp", Yes, Yes),
     // deltadv never removes checkpoints or log files.
@@ -381,7 +389,7 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
             )));
         }
     }
-    Ok(())
+    iceberg::check(p, metadata, op)
 }
 
 /// Column metadata keys whose columns an append would have to compute or
@@ -539,12 +547,13 @@ mod tests {
             let e = err(check_append(&p, &metadata(&[]), &nested));
             assert!(e.contains("\"s.x\"") && e.contains(what), "{e}");
         }
-        let e = err(check_append(
-            &protocol(1, 7, &[], &["clustering"]),
+        // clustered tables take appends (the domain is left as it is)
+        check_append(
+            &protocol(1, 7, &[], &["domainMetadata", "clustering"]),
             &metadata(&[]),
             &plain,
-        ));
-        assert!(e.contains("writer feature \"clustering\""), "{e}");
+        )
+        .unwrap();
     }
 
     pub(super) fn protocol(r: i32, w: i32, readers: &[&str], writers: &[&str]) -> Protocol {
@@ -679,8 +688,7 @@ mod tests {
     fn delete_refuses_writer_features_it_cannot_keep() {
         let on = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
         for f in [
-            "icebergCompatV2",
-            "clustering",
+            "icebergCompatV3",
             "coordinatedCommits-preview",
             "someFutureWriterFeature",
         ] {

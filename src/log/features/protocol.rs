@@ -16,7 +16,7 @@ use crate::log::actions::Protocol;
 use crate::log::schema::StructType;
 /// Writer features each legacy writer version (2..=6) implies (PROTOCOL.md);
 /// a version implies its own and every lower version's.
-const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
+pub(super) const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
     (2, &["appendOnly", "invariants"]),
     (3, &["checkConstraints"]),
     (4, &["changeDataFeed", "generatedColumns"]),

@@ -1,0 +1,594 @@
+//! OPTIMIZE on a liquid-clustered table: which files to recluster
+//! ([`select_files`]), and their rewrite in Hilbert-curve order over the
+//! clustering columns ([`rewrite`]), as Delta Spark's clustering OPTIMIZE.
+//!
+//! The layout, as Delta Spark computes it (approximately; the point is
+//! files whose min/max ranges on the clustering columns are tight and
+//! disjoint):
+//!
+//! 1. each clustering column's values are cut into up to
+//!    [`MAX_RANGES`] ranges of about equal row counts, from a sample
+//!    ([`RangeIds`]; Delta Spark's `range_partition_id`);
+//! 2. a row's range ids are the coordinates of a point on a Hilbert curve
+//!    ([`hilbert_index`]; Delta Spark's `hilbert_index`), one dimension per
+//!    clustering column;
+//! 3. rows are written sorted by that index, files cut at the target size,
+//!    so each file holds one stretch of the curve. Deleted rows (DVs) are
+//!    left out: the same rewrite purges them.
+//!
+//! Incremental, as Delta Spark's: files an OPTIMIZE clustered by the same
+//! columns form a ZCube (tags `ZCUBE_ID`, `ZCUBE_ZORDER_BY`,
+//! `clusteringProvider: "liquid"`). ZCubes of at least [`MIN_CUBE_SIZE`]
+//! bytes are stable and left alone; the other (partial) ZCubes are
+//! reclustered together with the files no OPTIMIZE clustered yet. When
+//! there is nothing but one partial ZCube without deleted rows beyond the
+//! threshold, nothing is rewritten.
+//!
+//! The key and curve functions are pure; [`rewrite`] reads through
+//! [`crate::scan`] and writes through [`super::data`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+use arrow_row::{OwnedRow, Row, RowConverter, Rows, SortField};
+use serde::{Deserialize, Serialize};
+
+use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
+use super::optimize::{materialize_row_ids, row_tracking_columns, CompactTask};
+use crate::error::{Error, Result};
+use crate::io::TableStore;
+use crate::log::actions::Add;
+use crate::log::features::clustering::{mark_clustered, zcube_of, ClusteringColumn};
+use crate::log::path::normalize_path;
+use crate::log::schema::{DataType, StructField};
+use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
+use crate::table::snapshot::LiveFile;
+
+/// Ranges each clustering column is cut into at most (Delta Spark's
+/// `spark.databricks.io.skipping.mdc.rangeId.max`).
+pub const MAX_RANGES: usize = 1000;
+/// Sampled rows the ranges are computed from, at most.
+pub const SAMPLE_ROWS: usize = 100_000;
+/// A ZCube at least this large is stable: OPTIMIZE leaves it alone (Delta
+/// Spark's `spark.databricks.delta.optimize.clustering.minCubeSize`, 100 GiB).
+pub const MIN_CUBE_SIZE: u64 = 100 << 30;
+/// Rows per batch handed to the writer.
+const OUTPUT_BATCH_ROWS: usize = 64 * 1024;
+/// Files read at once.
+const READ_CONCURRENCY: usize = super::READ_CONCURRENCY;
+
+/// A clustering run, as a plan and its task carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusteringRun {
+    /// The clustering columns' logical paths.
+    pub columns: Vec<Vec<String>>,
+    /// The id of the ZCube the run writes (`ZCUBE_ID`).
+    pub zcube_id: String,
+    /// `ZCUBE_ZORDER_BY` of the new files.
+    pub zorder_by: String,
+}
+
+impl ClusteringRun {
+    pub fn new(columns: &[ClusteringColumn]) -> ClusteringRun {
+        ClusteringRun {
+            columns: columns.iter().map(|c| c.logical.clone()).collect(),
+            zcube_id: uuid::Uuid::new_v4().to_string(),
+            zorder_by: crate::log::features::clustering::zorder_by_tag(columns),
+        }
+    }
+
+    /// The columns' dot-joined names (`operationParameters.clusterBy`).
+    pub fn names(&self) -> Vec<String> {
+        self.columns.iter().map(|c| c.join(".")).collect()
+    }
+}
+
+fn deleted_ratio(f: &LiveFile) -> f64 {
+    let deleted = f
+        .add
+        .deletion_vector
+        .as_ref()
+        .map_or(0, |d| d.cardinality());
+    match f.num_records {
+        Some(n) if n > 0 => deleted as f64 / n as f64,
+        _ => 0.0,
+    }
+}
+
+/// The files an OPTIMIZE reclusters (see the module docs), by path.
+pub fn select_files(
+    files: Vec<LiveFile>,
+    columns: &[ClusteringColumn],
+    max_deleted_rows_ratio: f64,
+) -> Vec<Add> {
+    let mut unclustered = Vec::new();
+    let mut cubes: BTreeMap<String, Vec<LiveFile>> = BTreeMap::new();
+    for f in files {
+        match zcube_of(&f.add, columns) {
+            Some(id) => cubes.entry(id.to_string()).or_default().push(f),
+            None => unclustered.push(f),
+        }
+    }
+    let size = |fs: &[LiveFile]| -> u64 {
+        fs.iter()
+            .map(|f| u64::try_from(f.add.size).unwrap_or(0))
+            .sum()
+    };
+    let partial: Vec<Vec<LiveFile>> = cubes
+        .into_values()
+        .filter(|fs| size(fs) < MIN_CUBE_SIZE)
+        .collect();
+    let settled = unclustered.is_empty()
+        && partial.len() <= 1
+        && partial
+            .iter()
+            .flatten()
+            .all(|f| deleted_ratio(f) <= max_deleted_rows_ratio);
+    if settled {
+        return Vec::new();
+    }
+    let mut out: Vec<Add> = unclustered
+        .into_iter()
+        .chain(partial.into_iter().flatten())
+        .map(|f| f.add)
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The Hilbert index of a point with `coords.len()` dimensions of `bits`
+/// bits each (John Skilling, "Programming the Hilbert curve", 2004:
+/// coordinates → transposed index, then its bits interleaved). Consecutive
+/// indices are neighbouring cells. `coords.len() * bits` must be ≤ 64.
+pub fn hilbert_index(coords: &[u32], bits: u32) -> u64 {
+    let mut x: Vec<u32> = coords.to_vec();
+    if x.is_empty() || bits == 0 {
+        return 0;
+    }
+    if let [only] = x.as_slice() {
+        return u64::from(*only);
+    }
+    let m: u32 = 1 << (bits - 1);
+    // Inverse undo of the excess work.
+    let mut q = m;
+    while q > 1 {
+        let p = q - 1;
+        if let Some((x0, rest)) = x.split_first_mut() {
+            // i = 0: x0 ^ x0 is 0, so only the first branch changes anything
+            if *x0 & q != 0 {
+                *x0 ^= p;
+            }
+            for xi in rest {
+                if *xi & q != 0 {
+                    *x0 ^= p;
+                } else {
+                    let t = (*x0 ^ *xi) & p;
+                    *x0 ^= t;
+                    *xi ^= t;
+                }
+            }
+        }
+        q >>= 1;
+    }
+    // Gray encode.
+    let mut prev = 0;
+    for v in &mut x {
+        *v ^= prev;
+        prev = *v;
+    }
+    let last = x.last().copied().unwrap_or(0);
+    let mut t = 0;
+    let mut q = m;
+    while q > 1 {
+        if last & q != 0 {
+            t ^= q - 1;
+        }
+        q >>= 1;
+    }
+    for v in &mut x {
+        *v ^= t;
+    }
+    // Interleave: the top bit of every coordinate first.
+    let mut h: u64 = 0;
+    for b in (0..bits).rev() {
+        for v in &x {
+            h = (h << 1) | u64::from((v >> b) & 1);
+        }
+    }
+    h
+}
+
+/// Bits that hold range ids below `ranges`.
+pub fn bits_for(ranges: usize) -> u32 {
+    let mut bits = 1;
+    while (1usize << bits) < ranges {
+        bits += 1;
+    }
+    bits
+}
+
+/// Range boundaries of one column: a value's range id is the number of
+/// boundaries ≤ it, so ids run from 0 to `boundaries.len()`, each range
+/// holding about as many sampled rows.
+#[derive(Debug)]
+pub struct RangeIds {
+    boundaries: Vec<OwnedRow>,
+}
+
+impl RangeIds {
+    /// Boundaries cutting `sample` (row-encoded values of one column) into
+    /// up to `max_ranges` ranges of about equal counts.
+    pub fn from_sample(mut sample: Vec<OwnedRow>, max_ranges: usize) -> RangeIds {
+        sample.sort_unstable();
+        sample.dedup();
+        let ranges = max_ranges.min(sample.len()).max(1);
+        let mut boundaries: Vec<OwnedRow> = (1..ranges)
+            .filter_map(|r| sample.get(r * sample.len() / ranges).cloned())
+            .collect();
+        boundaries.dedup();
+        RangeIds { boundaries }
+    }
+
+    /// How many ids there are.
+    pub fn ranges(&self) -> usize {
+        self.boundaries.len() + 1
+    }
+
+    pub fn id(&self, value: Row<'_>) -> u32 {
+        let id = self.boundaries.partition_point(|b| b.row() <= value);
+        u32::try_from(id).unwrap_or(u32::MAX)
+    }
+}
+
+/// The Hilbert index of every row of one batch, from its clustering
+/// columns' row-encoded values.
+pub fn hilbert_indices(keys: &[Rows], ranges: &[RangeIds], bits: u32) -> Vec<u64> {
+    let rows = keys.first().map_or(0, |k| k.num_rows());
+    let mut coords = vec![0u32; keys.len()];
+    (0..rows)
+        .map(|i| {
+            for ((c, k), r) in coords.iter_mut().zip(keys).zip(ranges) {
+                *c = r.id(k.row(i));
+            }
+            hilbert_index(&coords, bits)
+        })
+        .collect()
+}
+
+/// The column at a logical path of `batch` (nested fields through structs).
+fn column_at(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef> {
+    let missing = || {
+        Error::Internal(format!(
+            "clustering column {:?} is not in the rows read",
+            path.join(".")
+        ))
+    };
+    let (first, rest) = path.split_first().ok_or_else(missing)?;
+    let mut column = batch.column_by_name(first).cloned().ok_or_else(missing)?;
+    for part in rest {
+        let inner = column
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .and_then(|s| s.column_by_name(part))
+            .cloned()
+            .ok_or_else(missing)?;
+        column = inner;
+    }
+    Ok(column)
+}
+
+/// The clustering columns of `batch`, row-encoded (one `Rows` per column).
+fn encode_keys(
+    batch: &RecordBatch,
+    columns: &[Vec<String>],
+    converters: &[RowConverter],
+) -> Result<Vec<Rows>> {
+    columns
+        .iter()
+        .zip(converters)
+        .map(|(path, conv)| {
+            let array = column_at(batch, path)?;
+            conv.convert_columns(&[array]).map_err(|e| {
+                Error::Internal(format!(
+                    "clustering column {:?}: encoding its values failed: {e}",
+                    path.join(".")
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Rewrite the task's files (DVs applied) sorted by the Hilbert index of
+/// their clustering columns into new files of the task's target size,
+/// marked as ZCube `run.zcube_id`; their add actions (`dataChange=false`).
+/// On a failure the files written so far are removed.
+pub async fn rewrite(
+    task: &CompactTask,
+    run: &ClusteringRun,
+    store: &TableStore,
+) -> Result<Vec<Add>> {
+    use futures::{StreamExt, TryStreamExt};
+
+    let mut layout = TableLayout::of(&task.protocol, &task.metadata)?;
+    let tracking = row_tracking_columns(&task.protocol, &task.metadata);
+    if let Some(columns) = &tracking {
+        for c in columns {
+            layout
+                .schema
+                .fields
+                .push(StructField::internal(c, DataType::Long));
+        }
+    }
+    let spec = Arc::new(ScanSpec {
+        schema: layout.schema.clone(),
+        partition_columns: layout.partition_columns.clone(),
+        column_mapping: layout.mode,
+        columns: None,
+        with_metadata_columns: tracking.is_some(),
+        filter: None,
+        filter_rows: false,
+    });
+    // 1. Every file's live rows, read a few files at a time.
+    let batches: Vec<RecordBatch> = futures::stream::iter(task.bin.files.clone())
+        .map(|add| {
+            let spec = spec.clone();
+            let tracking = tracking.clone();
+            async move {
+                let file = ScanFile {
+                    path: normalize_path(&add.path),
+                    size: u64::try_from(add.size).unwrap_or(0),
+                    partition_values: add.partition_values.clone(),
+                    deletion_vector: add.deletion_vector.clone(),
+                    row_groups: None,
+                };
+                let read: Vec<RecordBatch> =
+                    scan::read_ahead(store.clone(), spec, file, DeletedRows::Load)
+                        .try_collect()
+                        .await?;
+                read.into_iter()
+                    .filter(|b| b.num_rows() > 0)
+                    .map(|b| match &tracking {
+                        Some([id, version]) => materialize_row_ids(&b, &add, id, version),
+                        None => Ok(b),
+                    })
+                    .collect::<Result<Vec<RecordBatch>>>()
+            }
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect::<Vec<Vec<RecordBatch>>>()
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    let Some(first) = batches.first() else {
+        return Ok(Vec::new());
+    };
+    // 2. Row-encoded clustering keys, per batch in parallel.
+    let fields: Vec<SortField> = run
+        .columns
+        .iter()
+        .map(|path| column_at(first, path).map(|c| SortField::new(c.data_type().clone())))
+        .collect::<Result<_>>()?;
+    let converters = Arc::new(
+        fields
+            .iter()
+            .map(|f| RowConverter::new(vec![f.clone()]))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| {
+                Error::Unsupported(format!(
+                    "clustering by {:?}: the columns' values cannot be ordered: {e}",
+                    run.names()
+                ))
+            })?,
+    );
+    let columns = Arc::new(run.columns.clone());
+    let keys: Vec<Vec<Rows>> = futures::future::try_join_all(batches.iter().cloned().map(|b| {
+        let converters = converters.clone();
+        let columns = columns.clone();
+        crate::io::spawn_blocking(move || encode_keys(&b, &columns, &converters))
+    }))
+    .await?
+    .into_iter()
+    .collect::<Result<_>>()?;
+    // 3. Ranges from a sample of every column.
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let stride = (total / SAMPLE_ROWS).max(1);
+    let ranges: Vec<RangeIds> = (0..run.columns.len())
+        .map(|c| {
+            let sample: Vec<OwnedRow> = keys
+                .iter()
+                .filter_map(|k| k.get(c))
+                .flat_map(|rows| {
+                    (0..rows.num_rows())
+                        .step_by(stride)
+                        .map(move |i| rows.row(i).owned())
+                })
+                .collect();
+            RangeIds::from_sample(sample, MAX_RANGES)
+        })
+        .collect();
+    let bits = ranges
+        .iter()
+        .map(|r| bits_for(r.ranges()))
+        .max()
+        .unwrap_or(1);
+    if bits as usize * ranges.len() > 64 {
+        return Err(Error::Internal(format!(
+            "{} clustering columns of {bits} bits do not fit a 64-bit Hilbert index",
+            ranges.len()
+        )));
+    }
+    // 4. Hilbert indices, per batch in parallel; then the rows' order.
+    let ranges = Arc::new(ranges);
+    let indices: Vec<Vec<u64>> = futures::future::try_join_all(keys.into_iter().map(|k| {
+        let ranges = ranges.clone();
+        crate::io::spawn_blocking(move || hilbert_indices(&k, &ranges, bits))
+    }))
+    .await?;
+    let order: Vec<(usize, usize)> = crate::io::spawn_blocking(move || {
+        let mut all: Vec<(u64, u32, u32)> = Vec::with_capacity(total);
+        for (b, hs) in indices.iter().enumerate() {
+            let b = u32::try_from(b).unwrap_or(u32::MAX);
+            for (r, h) in hs.iter().enumerate() {
+                all.push((*h, b, u32::try_from(r).unwrap_or(u32::MAX)));
+            }
+        }
+        all.sort_unstable();
+        all.into_iter()
+            .map(|(_, b, r)| (b as usize, r as usize))
+            .collect()
+    })
+    .await?;
+    // 5. The rows in that order, cut into files of the target size (as
+    // Delta Spark, the number of files from the input's bytes; the encoded
+    // size is only known at row-group ends).
+    let input_bytes: u64 = task
+        .bin
+        .files
+        .iter()
+        .map(|a| u64::try_from(a.size).unwrap_or(0))
+        .sum();
+    let files = input_bytes.div_ceil(task.target_size.max(1)).max(1);
+    let options = WriterOptions {
+        target_file_size: usize::try_from(task.target_size).unwrap_or(usize::MAX),
+        max_rows_per_file: Some(
+            total
+                .div_ceil(usize::try_from(files).unwrap_or(usize::MAX))
+                .max(1),
+        ),
+        ..Default::default()
+    };
+    let schema = first.schema();
+    let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
+    let written = async {
+        for chunk in order.chunks(OUTPUT_BATCH_ROWS) {
+            let columns: Vec<ArrayRef> = (0..schema.fields().len())
+                .map(|c| {
+                    let arrays: Vec<&dyn Array> =
+                        batches.iter().map(|b| b.column(c).as_ref()).collect();
+                    arrow_select::interleave::interleave(&arrays, chunk)
+                })
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
+            let batch = RecordBatch::try_new(schema.clone(), columns)
+                .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
+            writer.write(&batch).await?;
+        }
+        writer.finish().await
+    }
+    .await;
+    match written {
+        Ok(adds) => Ok(adds
+            .into_iter()
+            .map(|mut a| {
+                a.data_change = false;
+                mark_clustered(&mut a, &run.zcube_id, &run.zorder_by);
+                a
+            })
+            .collect()),
+        Err(e) => {
+            let _ = remove_files(store, writer.started_files()).await;
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use arrow_array::Int64Array;
+
+    use super::*;
+
+    #[test]
+    fn hilbert_is_a_bijection_of_neighbouring_steps() {
+        for (dims, bits) in [(2usize, 3u32), (3, 2), (2, 5), (4, 2)] {
+            let side = 1u32 << bits;
+            let cells = (side as usize).pow(dims as u32);
+            let mut by_index = vec![None; cells];
+            let mut point = vec![0u32; dims];
+            for cell in 0..cells {
+                let mut c = cell;
+                for p in point.iter_mut() {
+                    *p = (c % side as usize) as u32;
+                    c /= side as usize;
+                }
+                let h = hilbert_index(&point, bits) as usize;
+                assert!(h < cells, "index {h} out of range for {point:?}");
+                assert!(by_index[h].is_none(), "index {h} given twice");
+                by_index[h] = Some(point.clone());
+            }
+            // consecutive indices: cells one step apart on one axis
+            for w in by_index.windows(2) {
+                let (a, b) = (w[0].as_ref().unwrap(), w[1].as_ref().unwrap());
+                let dist: u32 = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).sum();
+                assert_eq!(dist, 1, "{a:?} -> {b:?} ({dims}d, {bits} bits)");
+            }
+        }
+        assert_eq!(hilbert_index(&[5], 3), 5);
+        assert_eq!(hilbert_index(&[0, 0], 4), 0);
+    }
+
+    fn encode(values: &[i64]) -> Rows {
+        let conv = RowConverter::new(vec![SortField::new(arrow_schema::DataType::Int64)]).unwrap();
+        let array: ArrayRef = Arc::new(Int64Array::from(values.to_vec()));
+        conv.convert_columns(&[array]).unwrap()
+    }
+
+    #[test]
+    fn ranges_cut_a_sample_into_equal_counts() {
+        let values: Vec<i64> = (0..1000).rev().collect();
+        let rows = encode(&values);
+        let sample: Vec<OwnedRow> = (0..rows.num_rows()).map(|i| rows.row(i).owned()).collect();
+        let ranges = RangeIds::from_sample(sample, 10);
+        assert_eq!(ranges.ranges(), 10);
+        let probe = encode(&[-5, 0, 99, 100, 555, 999, 5000]);
+        let ids: Vec<u32> = (0..probe.num_rows())
+            .map(|i| ranges.id(probe.row(i)))
+            .collect();
+        assert_eq!(ids, vec![0, 0, 0, 1, 5, 9, 9]);
+        // few distinct values: one range each
+        let rows = encode(&[7, 7, 7, 3, 3]);
+        let sample = (0..rows.num_rows()).map(|i| rows.row(i).owned()).collect();
+        let ranges = RangeIds::from_sample(sample, 1000);
+        assert_eq!(ranges.ranges(), 2);
+        let probe = encode(&[3, 7]);
+        assert_eq!((ranges.id(probe.row(0)), ranges.id(probe.row(1))), (0, 1));
+        assert_eq!(RangeIds::from_sample(Vec::new(), 1000).ranges(), 1);
+        assert_eq!((bits_for(1), bits_for(2), bits_for(1000)), (1, 1, 10));
+    }
+
+    #[test]
+    fn hilbert_order_makes_tight_disjoint_chunks() {
+        // 64x64 grid of (x, y) rows in row-major order: sorted by the
+        // Hilbert index and cut into 16 chunks, each chunk spans a small box
+        let xs: Vec<i64> = (0..4096).map(|i| i % 64).collect();
+        let ys: Vec<i64> = (0..4096).map(|i| i / 64).collect();
+        let keys = vec![encode(&xs), encode(&ys)];
+        let sample = |k: &Rows| (0..k.num_rows()).map(|i| k.row(i).owned()).collect();
+        let ranges = vec![
+            RangeIds::from_sample(sample(&keys[0]), 1000),
+            RangeIds::from_sample(sample(&keys[1]), 1000),
+        ];
+        let bits = bits_for(ranges[0].ranges());
+        let h = hilbert_indices(&keys, &ranges, bits);
+        assert_eq!(h.iter().collect::<HashSet<_>>().len(), 4096);
+        let mut order: Vec<usize> = (0..4096).collect();
+        order.sort_by_key(|i| h[*i]);
+        for chunk in order.chunks(256) {
+            let span = |v: &[i64]| {
+                let vals: Vec<i64> = chunk.iter().map(|i| v[*i]).collect();
+                vals.iter().max().unwrap() - vals.iter().min().unwrap()
+            };
+            // a 16x16 box, where row-major chunks would span 64 x 4
+            assert!(
+                span(&xs) < 16 && span(&ys) < 16,
+                "{} {}",
+                span(&xs),
+                span(&ys)
+            );
+        }
+    }
+}
