@@ -125,6 +125,143 @@ pub struct ChangeWriter {
     counts: PreparedChanges,
     /// The change data feed's files, when the table records the feed.
     change_data: Option<ChangeData>,
+    mode: crate::log::schema::ColumnMappingMode,
+    /// Row tracking: the materialized columns new rows carry.
+    tracking: Option<RowTracking>,
+}
+
+/// What a [`ChangeWriter`] needs on a table that tracks rows: updated rows
+/// keep their row id (written to the materialized row-id column) and get the
+/// commit's version (NULL in the materialized row-commit-version column);
+/// inserted rows get NULL in both, as Delta Spark writes them.
+struct RowTracking {
+    id: String,
+    version: String,
+    /// The materialized row ids of each touched file, by physical row index
+    /// (read once, only that column; `None`: the file has none).
+    materialized: HashMap<String, Option<Int64Array>>,
+}
+
+impl RowTracking {
+    /// The materialized columns of a table laid out as `layout`; an error
+    /// when it tracks rows without naming them.
+    fn of(layout: &TableLayout) -> Result<Option<RowTracking>> {
+        let props = features::properties::TableProperties::new(&layout.configuration);
+        match props.materialized_row_tracking_columns() {
+            Some((id, version)) => Ok(Some(RowTracking {
+                id: id.to_string(),
+                version: version.to_string(),
+                materialized: HashMap::new(),
+            })),
+            None if props.enable_row_tracking() => Err(Error::Unsupported(format!(
+                "the table tracks row ids but does not name the columns to materialize them \
+                 in ({} / {}): rewritten rows would change their ids",
+                features::properties::MATERIALIZED_ROW_ID,
+                features::properties::MATERIALIZED_ROW_COMMIT_VERSION
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// The ids of the old rows `(file, index)`: the file's materialized value
+    /// where not null, else its `baseRowId` + the index (`None` when the
+    /// file has no `baseRowId` either).
+    async fn row_ids(
+        &mut self,
+        store: &TableStore,
+        mode: crate::log::schema::ColumnMappingMode,
+        targets: &HashMap<String, Add>,
+        rows: &[Option<(String, u64)>],
+    ) -> Result<Int64Array> {
+        for (key, _) in rows.iter().flatten() {
+            if self.materialized.contains_key(key) {
+                continue;
+            }
+            let Some(add) = targets.get(key) else {
+                continue;
+            };
+            let values = read_materialized(store, mode, add, key, &self.id).await?;
+            self.materialized.insert(key.clone(), values);
+        }
+        Ok(self.resolve(targets, rows))
+    }
+
+    /// [`RowTracking::row_ids`] once the touched files' materialized ids
+    /// are loaded.
+    fn resolve(
+        &self,
+        targets: &HashMap<String, Add>,
+        rows: &[Option<(String, u64)>],
+    ) -> Int64Array {
+        rows.iter()
+            .map(|row| {
+                let (key, index) = row.as_ref()?;
+                let materialized = self.materialized.get(key).and_then(Option::as_ref);
+                let at = usize::try_from(*index).ok();
+                if let (Some(m), Some(at)) = (materialized, at) {
+                    if at < m.len() && m.is_valid(at) {
+                        return Some(m.value(at));
+                    }
+                }
+                let base = targets.get(key)?.base_row_id?;
+                i64::try_from(*index).ok().map(|i| base + i)
+            })
+            .collect()
+    }
+}
+
+/// The materialized row-id column `column` of the data file `add` (at
+/// `key`), every physical row, its DV not applied; `None` when the file
+/// does not hold the column or holds only NULLs in it.
+async fn read_materialized(
+    store: &TableStore,
+    mode: crate::log::schema::ColumnMappingMode,
+    add: &Add,
+    key: &str,
+    column: &str,
+) -> Result<Option<Int64Array>> {
+    let schema = crate::log::schema::StructType {
+        fields: vec![crate::log::schema::StructField::internal(
+            column,
+            crate::log::schema::DataType::Long,
+        )],
+    };
+    let spec = ScanSpec {
+        schema,
+        partition_columns: Vec::new(),
+        column_mapping: mode,
+        columns: None,
+        with_metadata_columns: false,
+        filter: None,
+        filter_rows: false,
+    };
+    let file = scan::ScanFile {
+        path: key.to_string(),
+        size: u64::try_from(add.size).unwrap_or(0),
+        partition_values: Default::default(),
+        deletion_vector: None,
+        row_groups: None,
+    };
+    let batches: Vec<RecordBatch> =
+        scan::stream_file(store, &spec, &file, DeletedRows::Known(None))
+            .await?
+            .try_collect()
+            .await?;
+    let mut values: Vec<Option<i64>> = Vec::new();
+    for batch in &batches {
+        let column = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(|| {
+                Error::Internal(format!("row tracking: {column} of {key} is not a long"))
+            })?;
+        values.extend(column.iter());
+    }
+    if values.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    Ok(Some(values.into_iter().collect()))
 }
 
 /// What a [`ChangeWriter`] needs for the change data feed: the new rows go
@@ -189,8 +326,24 @@ impl ChangeWriter {
         } else {
             None
         };
+        let tracking = RowTracking::of(&layout)?;
+        let mut layout = layout;
+        if let Some(t) = &tracking {
+            for c in [&t.id, &t.version] {
+                layout
+                    .schema
+                    .fields
+                    .push(crate::log::schema::StructField::internal(
+                        c,
+                        crate::log::schema::DataType::Long,
+                    ));
+            }
+        }
+        let mode = layout.mode;
         let writer = DataWriter::try_new(store.clone(), layout, writer_options)?;
         Ok(ChangeWriter {
+            mode,
+            tracking,
             store,
             targets: targets
                 .into_iter()
@@ -215,11 +368,16 @@ impl ChangeWriter {
         let paths = optional_column::<StringArray>(batch, FILE_PATH_COLUMN)?;
         let indexes = optional_column::<Int64Array>(batch, ROW_INDEX_COLUMN)?;
         let mut keep = Vec::with_capacity(n);
+        // The old row each new row replaces (row tracking keeps its id).
+        let mut old_rows: Vec<Option<(String, u64)>> = Vec::new();
         for (i, change) in changes.iter().enumerate() {
             keep.push(*change != RowChange::Delete);
             match change {
                 RowChange::Insert => {
                     self.counts.inserted += 1;
+                    if self.tracking.is_some() {
+                        old_rows.push(None);
+                    }
                     continue;
                 }
                 RowChange::Update => self.counts.updated += 1,
@@ -255,6 +413,9 @@ impl ChangeWriter {
                      change each target row once (make the source unique on the join key)"
                 )));
             }
+            if self.tracking.is_some() && *change == RowChange::Update {
+                old_rows.push(Some((key.clone(), index)));
+            }
             if let (RowChange::Update, Some(cd)) = (change, self.change_data.as_mut()) {
                 cd.updated.entry(key).or_default().insert(index);
             }
@@ -270,7 +431,31 @@ impl ChangeWriter {
             arrow_select::filter::filter_record_batch(&data, &BooleanArray::from(keep))
                 .map_err(|e| stream_error(e.to_string()))?
         };
-        self.writer.write(&data).await?;
+        match self.tracking.as_mut() {
+            Some(t) => {
+                let ids = t
+                    .row_ids(&self.store, self.mode, &self.targets, &old_rows)
+                    .await?;
+                let versions =
+                    arrow_array::new_null_array(&arrow_schema::DataType::Int64, ids.len());
+                let mut fields: Vec<arrow_schema::FieldRef> =
+                    data.schema().fields().iter().cloned().collect();
+                let mut columns = data.columns().to_vec();
+                for (name, column) in [(&t.id, Arc::new(ids) as ArrayRef), (&t.version, versions)] {
+                    fields.push(Arc::new(arrow_schema::Field::new(
+                        name.as_str(),
+                        arrow_schema::DataType::Int64,
+                        true,
+                    )));
+                    columns.push(column);
+                }
+                let tracked =
+                    RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), columns)
+                        .map_err(|e| stream_error(e.to_string()))?;
+                self.writer.write(&tracked).await?;
+            }
+            None => self.writer.write(&data).await?,
+        }
         if let Some(cd) = self.change_data.as_mut() {
             let types: Vec<&'static str> = changes
                 .iter()
@@ -870,4 +1055,81 @@ pub(crate) fn assign_values(
         *slot = v;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod row_tracking_tests {
+    use super::*;
+
+    fn layout(config: &[(&str, &str)]) -> TableLayout {
+        TableLayout::new_table(
+            crate::log::schema::StructType::default(),
+            Vec::new(),
+            &config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            true,
+        )
+    }
+
+    #[test]
+    fn materialized_columns_come_from_the_table_properties() {
+        use features::properties::{
+            ENABLE_ROW_TRACKING, MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID,
+        };
+        let t = RowTracking::of(&layout(&[
+            (ENABLE_ROW_TRACKING, "true"),
+            (MATERIALIZED_ROW_ID, "rid"),
+            (MATERIALIZED_ROW_COMMIT_VERSION, "rcv"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((t.id.as_str(), t.version.as_str()), ("rid", "rcv"));
+        assert!(RowTracking::of(&layout(&[])).unwrap().is_none());
+        let e = RowTracking::of(&layout(&[(ENABLE_ROW_TRACKING, "true")]))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(MATERIALIZED_ROW_ID), "{e}");
+    }
+
+    #[test]
+    fn row_ids_are_materialized_values_else_base_plus_index() {
+        let add = |path: &str, base: Option<i64>| -> Add {
+            serde_json::from_value(serde_json::json!({
+                "path": path, "partitionValues": {}, "size": 1,
+                "modificationTime": 0, "dataChange": true, "baseRowId": base,
+            }))
+            .unwrap()
+        };
+        let targets: HashMap<String, Add> = [
+            ("a".to_string(), add("a", Some(100))),
+            ("b".to_string(), add("b", Some(200))),
+            ("c".to_string(), add("c", None)),
+        ]
+        .into();
+        let mut t = RowTracking {
+            id: "rid".into(),
+            version: "rcv".into(),
+            materialized: HashMap::new(),
+        };
+        t.materialized.insert("a".into(), None);
+        t.materialized.insert(
+            "b".into(),
+            Some(Int64Array::from(vec![Some(7), None, Some(9)])),
+        );
+        t.materialized.insert("c".into(), None);
+        let rows = [
+            Some(("a".to_string(), 3)),
+            None, // an insert
+            Some(("b".to_string(), 0)),
+            Some(("b".to_string(), 1)),
+            Some(("b".to_string(), 2)),
+            Some(("c".to_string(), 1)),
+        ];
+        let ids = t.resolve(&targets, &rows);
+        let got: Vec<Option<i64>> = ids.iter().collect();
+        assert_eq!(got, [Some(103), None, Some(7), Some(201), Some(9), None]);
+    }
 }

@@ -173,9 +173,11 @@ static FEATURES: &[Feature] = &[
     writer("changeDataFeed", Yes, Yes),
     writer("identityColumns", Yes, Yes),
     // The transaction assigns row ids to new files and keeps those of files
-    // re-added with a new DV (write::transaction). A copy-on-write rewrite
-    // gets new ids: refused while delta.enableRowTracking is true (see
-    // PROPERTY_RULES), allowed when the feature is merely supported.
+    // re-added with a new DV (write::transaction); UPDATE/MERGE write the
+    // materialized row-id column of updated rows (write::changes). A
+    // copy-on-write rewrite gets new ids: refused while
+    // delta.enableRowTracking is true (see PROPERTY_RULES), allowed when the
+    // feature is merely supported.
     writer("rowTracking", Yes, Yes),
     // Domains are left as they are.
     writer("domainMetadata", Yes, Yes),
@@ -264,12 +266,10 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
     ),
     (
         ENABLE_ROW_TRACKING,
-        "the table has row tracking enabled and a rewritten file would give its rows new \
-         row ids (deltadv does not write materialized row id columns)",
-        &[
-            WriteOperation::DeleteCopyOnWrite,
-            WriteOperation::RewriteRows,
-        ],
+        "the table has row tracking enabled and a copy-on-write rewrite would give the \
+         rows it copies new row ids (enable deletion vectors: \
+         delta.enableDeletionVectors=true)",
+        &[WriteOperation::DeleteCopyOnWrite],
     ),
 ];
 

@@ -1,0 +1,169 @@
+"""Row tracking through deltadv's UPDATE and MERGE, checked with Delta Spark 4.4 as
+the oracle: each DML runs on one table by deltadv and on an identical twin by Delta
+Spark itself; afterwards Delta Spark's ``_metadata.row_id`` and
+``_metadata.row_commit_version`` of every row must be the same on both (updated
+rows keep their id and get the DML's commit version; untouched rows keep both;
+inserted rows get fresh ids). PURGE/OPTIMIZE after the DML keep them, and Delta
+Spark's own DML and DESCRIBE HISTORY work on top.
+
+Expected values come from Delta Spark's twin table, never from deltadv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltadv
+from deltadv import spark as dspark
+from deltadv.write import write_table
+
+N = 40
+
+
+def _row_ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
+    spark.catalog.clearCache()
+    rows = spark.sql(
+        "SELECT id, s, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv "
+        f"FROM delta.`{path}`"
+    ).collect()
+    return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}
+
+
+def _spark_table(spark: Any, path: str) -> None:
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='true')"
+    )
+    for lo in (0, N // 2):  # two files from two commits
+        values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES {values}")
+
+
+def _deltadv_table(path: str) -> None:
+    for lo in (0, N // 2):
+        data = pa.table(
+            {
+                "id": pa.array(range(lo, lo + N // 2), pa.int64()),
+                "s": pa.array([f"s{i}" for i in range(lo, lo + N // 2)]),
+            }
+        )
+        write_table(
+            path,
+            data,
+            mode="error" if lo == 0 else "append",
+            configuration={
+                "delta.enableRowTracking": "true",
+                "delta.enableDeletionVectors": "true",
+            }
+            if lo == 0
+            else None,
+        )
+
+
+def _twins(spark: Any, tmp_path: Path, created_by: str) -> tuple[str, str]:
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for p in (ours, theirs):
+        if created_by == "spark":
+            _spark_table(spark, p)
+        else:
+            _deltadv_table(p)
+    assert _row_ids(spark, ours) == _row_ids(spark, theirs)
+    return ours, theirs
+
+
+def _still_usable(spark: Any, path: str, before: dict[int, tuple[int, int, str]]) -> None:
+    """Delta Spark's own DML and history on top of deltadv's commits."""
+    top = max(rid for rid, _, _ in before.values())
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1000, 'x')")
+    spark.sql(f"UPDATE delta.`{path}` SET s = 'y' WHERE id = 5")
+    after = _row_ids(spark, path)
+    assert after[1000][0] > top, "Delta Spark's insert reused a row id"
+    assert after[5][0] == before[5][0] and after[5][2] == "y"
+    assert len({rid for rid, _, _ in after.values()}) == len(after)
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{path}`").count() >= 4
+
+
+@pytest.mark.parametrize("created_by", ["spark", "deltadv"])
+def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str) -> None:
+    spark = delta_spark
+    ours, theirs = _twins(spark, tmp_path, created_by)
+    before = _row_ids(spark, ours)
+    where = "id IN (0, 7, 14, 21, 28, 35)"
+    m = deltadv.DeltaTable(ours).update({"s": "s || '-u'"}, where)
+    assert m["num_updated_rows"] == 6
+    spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE {where}")
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert {i for i in got if got[i][1] != before[i][1]} == {0, 7, 14, 21, 28, 35}
+    # A second UPDATE of rows deltadv already rewrote: ids come from the
+    # materialized column now.
+    deltadv.DeltaTable(ours).update({"s": "s || '-v'"}, "id < 10")
+    spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-v' WHERE id < 10")
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert {i: r[0] for i, r in got.items()} == {i: r[0] for i, r in before.items()}
+    # PURGE and OPTIMIZE keep both values.
+    t = deltadv.DeltaTable(ours)
+    t.purge()
+    assert _row_ids(spark, ours) == want
+    t.optimize()
+    assert _row_ids(spark, ours) == want
+    _still_usable(spark, ours, want)
+
+
+def test_merge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
+    """MERGE with update + insert: matched rows keep their ids and get the new
+    version, as with Delta Spark's MERGE; inserted rows get fresh, distinct ids
+    (their order inside the new file is the writer's, so only freshness is
+    compared)."""
+    spark = delta_spark
+    ours, theirs = _twins(spark, tmp_path, "spark")
+    before = _row_ids(spark, ours)
+    keys = [3, 17, 22, 39, 50, 51]
+    src = pa.table({"id": pa.array(keys, pa.int64()), "s": [f"m{k}" for k in keys]})
+    m = (
+        deltadv.DeltaTable(ours)
+        .merge(src, "t.id = s.id", "s", "t")
+        .when_matched_update({"s": "s.s"})
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert m["num_target_rows_updated"] == 4 and m["num_target_rows_inserted"] == 2
+    spark.createDataFrame(src.to_pandas()).createOrReplaceTempView("rt_src")
+    spark.sql(
+        f"MERGE INTO delta.`{theirs}` t USING rt_src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET s = s.s WHEN NOT MATCHED THEN INSERT *"
+    )
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert set(got) == set(want)
+    old = {i: r for i, r in got.items() if i < N}
+    assert old == {i: want[i] for i in old}
+    top = max(rid for rid, _, _ in before.values())
+    for k in (50, 51):
+        assert got[k][0] > top and got[k][1:] == want[k][1:]
+    assert got[50][0] != got[51][0]
+    _still_usable(spark, ours, got)
+
+
+def test_spark_glue_update_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
+    spark = delta_spark
+    ours, theirs = _twins(spark, tmp_path, "spark")
+    dspark.DeltaTable.forPath(spark, ours).update("id > 30", {"s": "upper(s)"})
+    spark.sql(f"UPDATE delta.`{theirs}` SET s = upper(s) WHERE id > 30")
+    assert _row_ids(spark, ours) == _row_ids(spark, theirs)
+
+
+def test_copy_on_write_update_refused_with_row_tracking(delta_spark: Any, tmp_path: Path) -> None:
+    spark = delta_spark
+    path = str(tmp_path / "cow")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='false')"
+    )
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b')")
+    with pytest.raises(deltadv.DeltaProtocolError, match="row ids"):
+        deltadv.DeltaTable(path).update({"s": "'x'"}, "id = 1", allow_copy_on_write=True)
+    assert deltadv.DeltaTable(path).version() == 1
