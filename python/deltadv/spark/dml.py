@@ -209,6 +209,22 @@ class DeltaTable:
             "_file_path",
             "_row_index",
         )
+        # Generated columns the SET leaves alone follow the new row (Spark
+        # evaluates Delta's generation expression); the writer checks them.
+        generated = {
+            name: sql for name, sql in generation_expressions(table).items() if name not in values
+        }
+        if generated:
+            rows = rows.select(
+                *[
+                    F.expr(generated[f.name]).cast(f.dataType).alias(f.name)
+                    if f.name in generated
+                    else F.col(f"`{f.name}`")
+                    for f in table_schema.fields
+                ],
+                "_file_path",
+                "_row_index",
+            )
         files = sorted({t.path for t in tasks})
         change_task = table.change_task(
             files,
@@ -402,6 +418,18 @@ HISTORY_SCHEMA = (
     "readVersion bigint, isolationLevel string, isBlindAppend boolean, "
     "operationMetrics map<string,string>, userMetadata string, engineInfo string"
 )
+
+
+def generation_expressions(table: _LocalTable) -> dict[str, str]:
+    """The table's generated columns: top-level name -> Delta's generation
+    expression (Spark SQL), from the column metadata."""
+    schema = json.loads(table.metadata()["schemaString"])
+    out: dict[str, str] = {}
+    for field in schema.get("fields", []):
+        expr = (field.get("metadata") or {}).get("delta.generationExpression")
+        if isinstance(expr, str):
+            out[field["name"]] = expr
+    return out
 
 
 def _string_map(value: Any) -> dict[str, str] | None:

@@ -72,9 +72,10 @@ fn named_batch(names: &[String], columns: &[ArrayRef], rows: usize) -> Result<Re
         .zip(columns)
         .map(|(n, c)| Field::new(n.as_str(), c.data_type().clone(), true))
         .collect();
+    let columns = columns.get(..fields.len()).unwrap_or(columns).to_vec();
     RecordBatch::try_new_with_options(
         Arc::new(Schema::new(fields)),
-        columns.to_vec(),
+        columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )
     .map_err(|e| Error::Internal(format!("rows to check: {e}")))
@@ -384,6 +385,10 @@ pub struct RowRules {
     names: Vec<String>,
     /// Non-nullable top-level columns (checked after filling).
     not_null: Vec<usize>,
+    /// Non-nullable fields inside structs: (top-level position, child
+    /// indexes, dotted path). As in Delta Spark, a NULL parent struct makes
+    /// the field NULL, which violates it.
+    nested_not_null: Vec<(usize, Vec<usize>, String)>,
     /// The rows are an UPDATE's or MERGE's change rows: every column is
     /// given (identity values of existing rows included); NULL identity
     /// values are those of inserted rows, filled here.
@@ -408,6 +413,18 @@ impl RowRules {
             }
             if !f.nullable && !f.is_internal() {
                 not_null.push(pos);
+            }
+        }
+        let mut nested_not_null = Vec::new();
+        for (pos, f) in schema.fields.iter().enumerate() {
+            if let DataType::Struct(inner) = &f.data_type {
+                nested_non_nullable(
+                    pos,
+                    &inner.fields,
+                    &mut Vec::new(),
+                    &f.name,
+                    &mut nested_not_null,
+                );
             }
         }
         let bind = |rule: String, text: &str| -> Result<Check> {
@@ -435,6 +452,7 @@ impl RowRules {
             checks,
             names: schema.fields.iter().map(|f| f.name.clone()).collect(),
             not_null,
+            nested_not_null,
             change_rows: false,
             distributed: false,
         })
@@ -471,6 +489,13 @@ impl RowRules {
                     return Err(not_null_violation(
                         self.names.get(*pos).map_or("?", String::as_str),
                     ));
+                }
+            }
+        }
+        for (pos, path, name) in &self.nested_not_null {
+            if let Some(c) = columns.get(*pos) {
+                if struct_path_has_null(c, path) {
+                    return Err(not_null_violation(name));
                 }
             }
         }
@@ -565,6 +590,48 @@ fn explicit_insert(column: &str) -> Error {
         "[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] Providing values for GENERATED \
          ALWAYS AS IDENTITY column {column} is not supported."
     ))
+}
+
+/// The non-nullable fields under struct `fields` (of the top-level column at
+/// `pos`, reached through `path`), struct chains only (Delta Spark does not
+/// check inside arrays and maps).
+fn nested_non_nullable(
+    pos: usize,
+    fields: &[StructField],
+    path: &mut Vec<usize>,
+    prefix: &str,
+    out: &mut Vec<(usize, Vec<usize>, String)>,
+) {
+    for (i, f) in fields.iter().enumerate() {
+        path.push(i);
+        let name = format!("{prefix}.{}", f.name);
+        if !f.nullable {
+            out.push((pos, path.clone(), name.clone()));
+        }
+        if let DataType::Struct(inner) = &f.data_type {
+            nested_non_nullable(pos, &inner.fields, path, &name, out);
+        }
+        path.pop();
+    }
+}
+
+/// Whether the field at `path` (child indexes) under struct column `column`
+/// is NULL in some row, a NULL parent counting as NULL.
+fn struct_path_has_null(column: &ArrayRef, path: &[usize]) -> bool {
+    let mut array = column.clone();
+    let mut nulls = array.logical_nulls();
+    for i in path {
+        let Some(child) = array
+            .as_any()
+            .downcast_ref::<arrow_array::StructArray>()
+            .and_then(|s| s.columns().get(*i).cloned())
+        else {
+            return false;
+        };
+        nulls = arrow_buffer::NullBuffer::union(nulls.as_ref(), child.logical_nulls().as_ref());
+        array = child;
+    }
+    nulls.is_some_and(|n| n.null_count() > 0)
 }
 
 /// Delta Spark's message for a NULL in a NOT NULL column.
