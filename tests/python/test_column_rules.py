@@ -169,6 +169,24 @@ def test_generated_columns_append_update_merge(delta_spark: Any, tmp_path: Path)
     spark.sql(f"UPDATE {tw} SET x = 4 WHERE id = 3")
     assert _rows(spark, ours) == _rows(spark, twin)
 
+    # the Spark glue's MERGE: generated columns of updated and inserted rows
+    sdf = spark.createDataFrame([(1, 30, "A"), (9, 9, "i")], "id bigint, x int, s string")
+    (
+        dspark.DeltaTable.forPath(spark, ours)
+        .alias("t")
+        .merge(sdf.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"x": "s.x"})
+        .whenNotMatchedInsert(values={"id": "s.id", "x": "s.x", "s": "s.s"})
+        .execute()
+    )
+    sdf.createOrReplaceTempView("gen_src2")
+    spark.sql(
+        f"MERGE INTO {tw} t USING gen_src2 s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET x = s.x "
+        "WHEN NOT MATCHED THEN INSERT (id, x, s) VALUES (s.id, s.x, s.s)"
+    )
+    assert _rows(spark, ours) == _rows(spark, twin)
+
     # Delta Spark's own writes on top of deltadv's still work
     spark.sql(f"INSERT INTO delta.`{ours}` (id, x, s) VALUES (8, 8, 'h')")
     spark.sql(f"INSERT INTO {tw} (id, x, s) VALUES (8, 8, 'h')")
@@ -228,6 +246,19 @@ def test_defaults_on_append_and_merge_insert(delta_spark: Any, tmp_path: Path) -
     )
     assert _rows(spark, ours) == _rows(spark, twin)
     assert (4, 42, "none") in _rows(spark, ours)
+
+    # the Spark glue's MERGE insert fills the defaults too
+    sdf = spark.createDataFrame([(5, "five")], "id bigint, s string")
+    (
+        dspark.DeltaTable.forPath(spark, ours)
+        .alias("t")
+        .merge(sdf.alias("s"), "t.id = s.id")
+        .whenNotMatchedInsert(values={"id": "s.id", "s": "s.s"})
+        .execute()
+    )
+    spark.sql(f"INSERT INTO {tw} (id, s) VALUES (5, 'five')")
+    assert _rows(spark, ours) == _rows(spark, twin)
+    assert (5, 42, "five") in _rows(spark, ours)
 
 
 def test_identity_columns(delta_spark: Any, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from deltadv.spark._tasks import (
     task_reader,
     to_arrow_schema,
 )
-from deltadv.spark.merge import DeltaMergeBuilder
+from deltadv.spark.merge import DeltaMergeBuilder, column_expressions
 from deltadv.spark.read import read
 from deltadv.table import (
     DV_FILE_TARGET_SIZE,
@@ -212,7 +212,7 @@ class DeltaTable:
         # Generated columns the SET leaves alone follow the new row (Spark
         # evaluates Delta's generation expression); the writer checks them.
         generated = {
-            name: sql for name, sql in generation_expressions(table).items() if name not in values
+            name: sql for name, sql in column_expressions(table)[0].items() if name not in values
         }
         if generated:
             rows = rows.select(
@@ -418,18 +418,6 @@ HISTORY_SCHEMA = (
     "readVersion bigint, isolationLevel string, isBlindAppend boolean, "
     "operationMetrics map<string,string>, userMetadata string, engineInfo string"
 )
-
-
-def generation_expressions(table: _LocalTable) -> dict[str, str]:
-    """The table's generated columns: top-level name -> Delta's generation
-    expression (Spark SQL), from the column metadata."""
-    schema = json.loads(table.metadata()["schemaString"])
-    out: dict[str, str] = {}
-    for field in schema.get("fields", []):
-        expr = (field.get("metadata") or {}).get("delta.generationExpression")
-        if isinstance(expr, str):
-            out[field["name"]] = expr
-    return out
 
 
 def _string_map(value: Any) -> dict[str, str] | None:
