@@ -303,10 +303,29 @@ def test_identity_columns(delta_spark: Any, tmp_path: Path) -> None:
     assert _rows(spark, ours) == _rows(spark, twin)
     assert (25, "d") in _rows(spark, ours)
 
-    # Delta Spark continues from deltadv's high-water mark, no duplicates
+    # Delta Spark continues from deltadv's high-water mark, no duplicates;
+    # a deltadv DELETE that read the table before it proceeds (a winner that
+    # only moved the high-water mark is no conflict for a transaction that
+    # leaves the metadata alone, as in Delta Spark)
+    stale = deltadv.DeltaTable(ours)
     spark.sql(f"INSERT INTO delta.`{ours}` (v) VALUES ('e')")
+    stale.delete("v = 'a'")
+    spark.sql(f"INSERT INTO {tw} (v) VALUES ('e')")
+    spark.sql(f"DELETE FROM {tw} WHERE v = 'a'")
+    assert _rows(spark, ours) == _rows(spark, twin)
     ids = [r[0] for r in _rows(spark, ours)]
     assert len(ids) == len(set(ids)) and max(ids) == 30
+    assert _identity_meta(ours, "id")["delta.identity.highWaterMark"] == 30
+    # ... while a deltadv append that read it before hands out no duplicate:
+    # it conflicts (its metadata update would lose Delta Spark's mark)
+    stale = deltadv.DeltaTable(ours)
+    spark.sql(f"INSERT INTO delta.`{ours}` (v) VALUES ('f')")
+    with pytest.raises(CommitConflictError):
+        (
+            stale.merge(pa.table({"v": ["g"]}), "t.v = s.v", source_alias="s", target_alias="t")
+            .when_not_matched_insert({"v": "s.v"})
+            .execute()
+        )
 
 
 def test_identity_concurrent_appends_never_duplicate(delta_spark: Any, tmp_path: Path) -> None:

@@ -694,6 +694,29 @@ pub fn with_high_water_marks(
     Ok(out)
 }
 
+/// Whether `after` differs from `before` only in identity columns'
+/// high-water marks (the metadata update of an insert that handed out
+/// identity values).
+pub fn only_identity_marks_differ(
+    before: &crate::log::actions::Metadata,
+    after: &crate::log::actions::Metadata,
+) -> bool {
+    let strip =
+        |m: &crate::log::actions::Metadata| -> Option<(crate::log::actions::Metadata, StructType)> {
+            let mut schema = StructType::parse(&m.schema_string).ok()?;
+            for f in &mut schema.fields {
+                f.metadata.remove(IDENTITY_HIGH_WATER_MARK_KEY);
+            }
+            let mut rest = m.clone();
+            rest.schema_string = String::new();
+            Some((rest, schema))
+        };
+    match (strip(before), strip(after)) {
+        (Some(b), Some(a)) => before != after && a == b,
+        _ => false,
+    }
+}
+
 /// An empty placeholder for a column the data leaves out and a rule fills.
 pub fn placeholder(target: &ArrowType, rows: usize) -> ArrayRef {
     new_null_array(target, rows)
