@@ -309,7 +309,8 @@ fn check_inner(
             format!("{who} changed the protocol"),
         ));
     }
-    if winner.metadata_changed && !(winner.identity_only_metadata && !txn.metadata_changed) {
+    let identity_only = winner.identity_only_metadata && !txn.metadata_changed;
+    if winner.metadata_changed && !identity_only {
         return Err(fail(
             Rule::MetadataChanged,
             None,
