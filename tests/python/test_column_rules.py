@@ -195,18 +195,33 @@ def test_generated_columns_append_update_merge(delta_spark: Any, tmp_path: Path)
     assert _rows(spark, ours) == _rows(spark, twin)
 
 
-def test_generated_column_refused_before_writing_when_not_evaluable(
-    delta_spark: Any, tmp_path: Path
-) -> None:
+def test_generated_date_parts_and_refused_expressions(delta_spark: Any, tmp_path: Path) -> None:
+    import datetime
+
     spark = delta_spark
+    ours, twin = _both(
+        spark,
+        tmp_path,
+        "(d DATE, y INT GENERATED ALWAYS AS (YEAR(d)), "
+        "m INT GENERATED ALWAYS AS (month(d)), dd DATE GENERATED ALWAYS AS (CAST(d AS DATE))) "
+        "USING delta",
+    )
+    days = [datetime.date(2024, 2, 29), datetime.date(1999, 12, 31), None]
+    write_table(ours, pa.table({"d": pa.array(days, pa.date32())}), mode="append")
+    spark.sql(
+        f"INSERT INTO delta.`{twin}` (d) VALUES (DATE'2024-02-29'), (DATE'1999-12-31'), (NULL)"
+    )
+    assert _rows(spark, ours) == _rows(spark, twin)
+
+    # an expression outside deltadv's subset: refused before any file is written
     path = str(tmp_path / "t")
     spark.sql(
-        f"CREATE TABLE delta.`{path}` (ts TIMESTAMP, y INT GENERATED ALWAYS AS (year(ts))) "
+        f"CREATE TABLE delta.`{path}` (s STRING, u STRING GENERATED ALWAYS AS (upper(s))) "
         "USING delta"
     )
     before = _version(path)
-    with pytest.raises(deltadv.DeltaProtocolError, match=r"column 'y' is a generated column"):
-        write_table(path, pa.table({"ts": pa.array([0], pa.timestamp("us", "UTC"))}), mode="append")
+    with pytest.raises(deltadv.DeltaProtocolError, match=r"column 'u' is a generated column"):
+        write_table(path, pa.table({"s": ["a"]}), mode="append")
     assert _version(path) == before
     assert not list(Path(path).glob("*.parquet"))
 
