@@ -118,6 +118,13 @@ pub enum Error {
     #[error("invalid schema: {0}")]
     Schema(String),
 
+    /// A written row breaks a rule of the table: a CHECK constraint, a NOT
+    /// NULL column, an invariant, a generated column's expression or an
+    /// identity column. The message is Delta Spark's (the rule, and the row's
+    /// values). Nothing was committed.
+    #[error("{0}")]
+    ConstraintViolation(String),
+
     /// The requested version (or timestamp) does not exist in the table.
     #[error("version not found: {0}")]
     VersionNotFound(String),

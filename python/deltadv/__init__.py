@@ -27,6 +27,7 @@ from deltadv._core import (
 )
 from deltadv.exceptions import (
     CommitConflictError,
+    ConstraintViolationError,
     CorruptDataFileError,
     CorruptDeletionVectorError,
     CorruptLogError,
@@ -47,6 +48,7 @@ __all__ = [
     "CommitConflictError",
     "CompactTask",
     "CompactTaskInfo",
+    "ConstraintViolationError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

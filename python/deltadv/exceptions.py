@@ -39,6 +39,13 @@ class CommitConflictError(DeltaDVError):
     """A concurrent commit conflicts with this one; nothing was committed."""
 
 
+class ConstraintViolationError(DeltaDVError, ValueError):
+    """A written row breaks a rule of the table: a CHECK constraint, a NOT NULL
+    column, an invariant, a generated column's expression or an identity column.
+    The message is Delta Spark's (the rule and the row's values); nothing was
+    committed and the files written were removed."""
+
+
 class CorruptDeletionVectorError(DeltaDVError):
     """Deletion vector bytes that do not match the format or their descriptor."""
 
@@ -68,6 +75,7 @@ class StorageError(DeltaDVError, OSError):
 
 __all__ = [
     "CommitConflictError",
+    "ConstraintViolationError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

@@ -38,6 +38,7 @@
 //!            | CASE value WHEN value THEN value [WHEN …]* [ELSE value] END
 //!            | CAST "(" value AS type ")"
 //!            | value || value | CONCAT "(" value ("," value)* ")"
+//!            | (YEAR | MONTH | DAY) "(" value ")"   (of a date or timestamp)
 //!            | predicate                      (a boolean value, e.g. in SET)
 //! type      := BOOLEAN | TINYINT | SMALLINT | INT | BIGINT | FLOAT | DOUBLE
 //!            | DECIMAL [(p [, s])] | STRING | BINARY | DATE | TIMESTAMP | TIMESTAMP_NTZ
@@ -95,6 +96,7 @@
 //! {"case": {"when": [[E, E], …], "otherwise": E | null}}
 //! {"cast": {"expr": E, "to": "decimal(10,2)"}}  to: a Delta type name
 //! {"concat": [E, …]}
+//! {"date_part": {"part": "year", "expr": E}}   part: year, month, day
 //! ```
 //!
 //! Numbers travel as text (`"number"`: exact decimal digits; `"double"`: the
@@ -344,6 +346,12 @@ pub enum Expr {
     /// String concatenation (`a || b`, `concat(a, b, …)`): NULL when any
     /// part is NULL; non-string parts are cast to strings.
     Concat(Vec<Expr>),
+    /// `YEAR(x)`, `MONTH(x)`, `DAY(x)` of a date or timestamp (`part`:
+    /// `year`, `month` or `day`): an INT.
+    DatePart {
+        part: String,
+        expr: Box<Expr>,
+    },
 }
 
 impl Expr {
@@ -510,6 +518,7 @@ impl fmt::Display for Expr {
             }
             Expr::Cast { expr, to } => write!(f, "CAST({expr} AS {})", sql_type_name(to)),
             Expr::Concat(parts) => join(f, parts, "||"),
+            Expr::DatePart { part, expr } => write!(f, "{}({expr})", part.to_uppercase()),
         }
     }
 }

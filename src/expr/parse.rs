@@ -587,6 +587,34 @@ impl Mapper<'_> {
                     }
                 }
             }
+            SqlExpr::Function(f)
+                if ["year", "month", "day", "dayofmonth"]
+                    .iter()
+                    .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
+            {
+                let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
+                    return Err(self.unsupported(e));
+                };
+                let d = self.deeper(depth, e)?;
+                let arg = match list.args.as_slice() {
+                    [sqlparser::ast::FunctionArg::Unnamed(
+                        sqlparser::ast::FunctionArgExpr::Expr(x),
+                    )] if list.duplicate_treatment.is_none() && list.clauses.is_empty() => {
+                        self.value(x, d)?
+                    }
+                    _ => return Err(self.refuse(e, "a date part function takes one argument")),
+                };
+                let name = f.name.to_string().to_lowercase();
+                let part = if name == "dayofmonth" {
+                    "day".to_string()
+                } else {
+                    name
+                };
+                Ok(Expr::DatePart {
+                    part,
+                    expr: Box::new(arg),
+                })
+            }
             SqlExpr::Function(f) if f.name.to_string().eq_ignore_ascii_case("concat") => {
                 let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
                     return Err(self.unsupported(e));

@@ -12,7 +12,7 @@ pub fn column_paths<'e>(e: &'e Expr, out: &mut Vec<&'e [String]>) {
         Expr::Literal(_) => {}
         Expr::And(v) | Expr::Or(v) | Expr::Concat(v) => v.iter().for_each(|x| column_paths(x, out)),
         Expr::Not(x) | Expr::IsNull(x) | Expr::Neg(x) => column_paths(x, out),
-        Expr::Cast { expr, .. } => column_paths(expr, out),
+        Expr::Cast { expr, .. } | Expr::DatePart { expr, .. } => column_paths(expr, out),
         Expr::Cmp { left, right, .. } | Expr::Arith { left, right, .. } => {
             column_paths(left, out);
             column_paths(right, out);
@@ -48,6 +48,10 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(&[String]) -> Vec<String>) -> Expr {
         Expr::Cast { expr, to } => Expr::Cast {
             expr: m(expr),
             to: to.clone(),
+        },
+        Expr::DatePart { part, expr } => Expr::DatePart {
+            part: part.clone(),
+            expr: m(expr),
         },
         Expr::Cmp { op, left, right } => Expr::Cmp {
             op: *op,

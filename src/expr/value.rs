@@ -38,6 +38,14 @@ use crate::log::schema::{
     DataType, StructType,
 };
 
+/// Which part of a date [`Kind::DatePart`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DatePartKind {
+    Year,
+    Month,
+    Day,
+}
+
 /// A typed node: what it computes and the Arrow type of its result.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Typed {
@@ -54,6 +62,8 @@ pub(crate) enum Kind {
     Arith(ArithOp, Box<Typed>, Box<Typed>),
     Neg(Box<Typed>),
     Concat(Vec<Typed>),
+    /// A date part (year, month, day) of a date or timestamp, as INT.
+    DatePart(DatePartKind, Box<Typed>),
     /// Cast the child to this node's type (explicit, or a widening).
     Cast(Box<Typed>),
     Case(Vec<(Typed, Typed)>, Option<Box<Typed>>),
@@ -419,6 +429,32 @@ impl Binder<'_> {
                     data_type: ArrowType::Utf8,
                 }
             }
+            Expr::DatePart { part, expr } => {
+                let kind = match part.as_str() {
+                    "year" => DatePartKind::Year,
+                    "month" => DatePartKind::Month,
+                    "day" => DatePartKind::Day,
+                    other => {
+                        return Err(type_error(format!("unknown date part {other:?}")));
+                    }
+                };
+                let t = self.typed(expr, d)?;
+                let t = match &t.data_type {
+                    ArrowType::Date32 | ArrowType::Timestamp(_, _) => t,
+                    ArrowType::Utf8 | ArrowType::Null => cast_to(t, &ArrowType::Date32),
+                    other => {
+                        return Err(type_error(format!(
+                            "{} of {expr} of type {}: needs a date or timestamp",
+                            part.to_uppercase(),
+                            type_name(other)
+                        )))
+                    }
+                };
+                Typed {
+                    kind: Kind::DatePart(kind, Box::new(t)),
+                    data_type: ArrowType::Int32,
+                }
+            }
             Expr::Cast { expr, to } => {
                 let t = self.typed(expr, d)?;
                 let target = cast_type(to)?;
@@ -688,6 +724,15 @@ impl Typed {
                 } else {
                     arrow_arith::numeric::neg(a.as_ref()).map_err(arrow_error)?
                 }
+            }
+            Kind::DatePart(part, inner) => {
+                let a = inner.eval(columns, batch)?;
+                let part = match part {
+                    DatePartKind::Year => arrow_arith::temporal::DatePart::Year,
+                    DatePartKind::Month => arrow_arith::temporal::DatePart::Month,
+                    DatePartKind::Day => arrow_arith::temporal::DatePart::Day,
+                };
+                arrow_arith::temporal::date_part(a.as_ref(), part).map_err(arrow_error)?
             }
             Kind::Concat(parts) => {
                 let mut acc: Option<StringArray> = None;
@@ -1019,6 +1064,28 @@ mod tests {
             err("part + 1")
         );
         assert!(err("-part").contains("cannot negate"));
+    }
+
+    #[test]
+    fn date_parts() {
+        assert_eq!(shown("YEAR(DATE '2024-03-05')", 1), ["2024"]);
+        assert_eq!(shown("month(DATE '2024-03-05')", 1), ["3"]);
+        assert_eq!(shown("day(DATE '2024-03-05')", 1), ["5"]);
+        assert_eq!(shown("dayofmonth('2024-02-29')", 1), ["29"]);
+        assert_eq!(
+            shown("year(TIMESTAMP_NTZ '2023-12-31 23:00:00') + 1", 1),
+            ["2024"]
+        );
+        assert_eq!(shown("year(NULL)", 1), ["NULL"]);
+        assert!(
+            err("year(x)").contains("needs a date or timestamp"),
+            "{}",
+            err("year(x)")
+        );
+        let e = crate::expr::parse::parse_value("year(d)").unwrap();
+        assert_eq!(e.to_string(), "YEAR(d)");
+        let back = Expr::from_json(&e.to_json().unwrap()).unwrap();
+        assert_eq!(back, e);
     }
 
     #[test]

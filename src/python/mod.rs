@@ -58,6 +58,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         }
         Error::PermissionDenied { .. } => PyPermissionError::new_err(message),
         Error::Conflict { .. } => raise("CommitConflictError", message),
+        Error::ConstraintViolation(_) => raise("ConstraintViolationError", message),
         Error::TableExists(_) => raise("TableAlreadyExistsError", message),
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
             PyPermissionError::new_err(message)

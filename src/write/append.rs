@@ -23,6 +23,18 @@ pub fn check_appendable(snapshot: &Snapshot) -> Result<()> {
 /// table of `snapshot` as a blind append. Returns the committed version (the
 /// snapshot's when `adds` is empty: nothing to commit).
 pub async fn append_files(snapshot: &Snapshot, adds: Vec<Add>) -> Result<u64> {
+    append_files_with_identity(snapshot, adds, &[]).await
+}
+
+/// [`append_files`] of files whose rows handed out identity values: the
+/// columns' new high-water marks (`marks`) are committed in the same commit
+/// (a metaData action), so a concurrent writer that also changed the
+/// metadata conflicts instead of handing out the same values.
+pub async fn append_files_with_identity(
+    snapshot: &Snapshot,
+    adds: Vec<Add>,
+    marks: &[(String, i64)],
+) -> Result<u64> {
     check_appendable(snapshot)?;
     let mut rows: i64 = 0;
     let mut bytes: i64 = 0;
@@ -43,9 +55,15 @@ pub async fn append_files(snapshot: &Snapshot, adds: Vec<Add>) -> Result<u64> {
         "partitionBy".into(),
         Value::from(serde_json::to_string(partition_by).unwrap_or_default()),
     );
-    let txn = Transaction::new(snapshot, "WRITE")?
+    let mut txn = Transaction::new(snapshot, "WRITE")?
         .with_parameters(parameters)
         .blind_append();
+    if !marks.is_empty() {
+        txn = txn.with_metadata(super::data::rules::with_high_water_marks(
+            snapshot.metadata(),
+            marks,
+        )?);
+    }
     let mut changes = FixedActions {
         actions: adds.into_iter().map(|a| Action::Add(Box::new(a))).collect(),
         metrics,

@@ -108,6 +108,10 @@ pub struct PreparedChanges {
     /// The change data files written (tables with the change data feed on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cdc: Vec<Cdc>,
+    /// Identity columns that handed out values: (column, new high-water
+    /// mark), committed in the table's metadata.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identity_high_water_marks: Vec<(String, i64)>,
 }
 
 /// Consumes a change stream: new rows into data files, old rows into one DV
@@ -340,7 +344,8 @@ impl ChangeWriter {
             }
         }
         let mode = layout.mode;
-        let writer = DataWriter::try_new(store.clone(), layout, writer_options)?;
+        let mut writer = DataWriter::try_new(store.clone(), layout, writer_options)?;
+        writer.rules.change_rows = true;
         Ok(ChangeWriter {
             mode,
             tracking,
@@ -431,6 +436,7 @@ impl ChangeWriter {
             arrow_select::filter::filter_record_batch(&data, &BooleanArray::from(keep))
                 .map_err(|e| stream_error(e.to_string()))?
         };
+        let data = self.writer.fill_identity(&data)?;
         match self.tracking.as_mut() {
             Some(t) => {
                 let ids = t
@@ -551,6 +557,7 @@ impl ChangeWriter {
     pub async fn finish(&mut self) -> Result<PreparedChanges> {
         let mut out = self.counts.clone();
         out.adds = self.writer.finish().await?;
+        out.identity_high_water_marks = self.writer.identity_high_water_marks();
         self.write_old_rows().await?;
         if let Some(cd) = self.change_data.as_mut() {
             out.cdc = cd.writer.finish_change_data().await?;
@@ -642,7 +649,7 @@ impl ChangeTask {
 
     /// A change writer for this task at `store`.
     pub fn writer(&self, store: TableStore) -> Result<ChangeWriter> {
-        ChangeWriter::try_new(
+        let mut writer = ChangeWriter::try_new(
             store,
             TableLayout::of(&self.protocol, &self.metadata)?,
             self.targets.clone(),
@@ -656,7 +663,10 @@ impl ChangeTask {
                 target_file_size: self.target_file_size,
                 ..Default::default()
             },
-        )
+        )?;
+        // One of many tasks: identity values would collide across them.
+        writer.writer.rules.distributed = true;
+        Ok(writer)
     }
 
     /// Write a whole change stream; on a failure, the files written so far
@@ -956,7 +966,9 @@ pub(super) async fn commit_changes_since(
     let mut files = Vec::new();
     let mut adds = Vec::new();
     let mut cdc = Vec::new();
+    let mut marks: Vec<(String, i64)> = Vec::new();
     for p in prepared {
+        marks.extend(p.identity_high_water_marks);
         counts.updated += p.updated;
         counts.deleted += p.deleted;
         counts.inserted += p.inserted;
@@ -991,6 +1003,13 @@ pub(super) async fn commit_changes_since(
         let mut txn = Transaction::new(snapshot, operation.name())?;
         if let Some(m) = &options.new_metadata {
             txn = txn.with_metadata(m.clone());
+        }
+        if !marks.is_empty() {
+            // The identity values handed out: the new high-water marks in
+            // the same commit (a concurrent one that changed the metadata
+            // is then a conflict, as in Delta Spark).
+            let base = options.new_metadata.as_ref().unwrap_or(snapshot.metadata());
+            txn = txn.with_metadata(super::data::rules::with_high_water_marks(base, &marks)?);
         }
         let txn = txn
             .with_parameters(options.parameters.clone())

@@ -62,6 +62,11 @@ pub struct WinningCommit {
     pub is_blind_append: bool,
     pub protocol_changed: bool,
     pub metadata_changed: bool,
+    /// The metadata it committed differs from the table's before it only in
+    /// identity columns' high-water marks (values handed out by an insert):
+    /// a conflict only for a transaction that changes the metadata too, as
+    /// in Delta Spark.
+    pub identity_only_metadata: bool,
     /// Add actions by normalized path.
     pub adds: BTreeMap<String, Add>,
     /// Remove actions by normalized path.
@@ -323,7 +328,8 @@ fn check_inner(
             format!("{who} changed the protocol"),
         ));
     }
-    if winner.metadata_changed {
+    let identity_only = winner.identity_only_metadata && !txn.metadata_changed;
+    if winner.metadata_changed && !identity_only {
         return Err(fail(
             Rule::MetadataChanged,
             None,
@@ -741,6 +747,19 @@ mod tests {
             assert_eq!(
                 rule_of(&check(&t, &winner(vec![proto.clone()]))),
                 Some((Rule::ProtocolChanged, None))
+            );
+            // Identity high-water marks only (an insert that handed out
+            // identity values): no conflict for a transaction that leaves
+            // the metadata alone, a conflict for one that changes it (it
+            // would hand out the same values), as in Delta Spark.
+            let mut ids = winner(vec![meta.clone()]);
+            ids.identity_only_metadata = true;
+            assert_eq!(check(&t, &ids), Decision::Proceed);
+            let mut t = t.clone();
+            t.metadata_changed = true;
+            assert_eq!(
+                rule_of(&check(&t, &ids)),
+                Some((Rule::MetadataChanged, None))
             );
         }
     }

@@ -179,7 +179,7 @@ async fn write_layout<R: RecordBatchReader>(
     reader: R,
     layout: TableLayout,
     options: &WriteOptions,
-) -> Result<Vec<Add>> {
+) -> Result<(Vec<Add>, Vec<(String, i64)>)> {
     let mut writer = DataWriter::try_new(store.clone(), layout, options.writer.clone())?;
     let written = async {
         // The data's schema is checked before anything is written.
@@ -191,7 +191,7 @@ async fn write_layout<R: RecordBatchReader>(
     }
     .await;
     match written {
-        Ok(adds) => Ok(adds),
+        Ok(adds) => Ok((adds, writer.identity_high_water_marks())),
         Err(e) => {
             let _ = remove_files(store, writer.started_files()).await;
             Err(e)
@@ -210,7 +210,18 @@ pub async fn write_files<R: RecordBatchReader>(
 ) -> Result<Vec<Add>> {
     let schema = data_schema(&reader.schema(), schema, options)?;
     let (layout, _) = target(store, schema.as_ref(), options).await?;
-    write_layout(store, reader, layout, options).await
+    let (adds, marks) = write_layout(store, reader, layout, options).await?;
+    if let Some((column, _)) = marks.first() {
+        // Files committed apart (by commit_files, maybe with other tasks'
+        // files) cannot carry the identity high-water mark.
+        let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+        let _ = remove_files(store, &paths).await;
+        return Err(Error::Unsupported(format!(
+            "identity column '{column}' needs new values, which deltadv hands out only when \
+             it writes and commits in one call (write_table)"
+        )));
+    }
+    Ok(adds)
 }
 
 /// Commit `adds` to `snapshot`'s table (append) or as a new table (create,
@@ -278,8 +289,18 @@ pub async fn write_table<R: RecordBatchReader>(
 ) -> Result<u64> {
     let schema = data_schema(&reader.schema(), None, options)?;
     let (layout, snapshot) = target(store, schema.as_ref(), options).await?;
-    let adds = write_layout(store, reader, layout, options).await?;
-    commit_to(store, snapshot, adds, schema.as_ref(), options).await
+    let (adds, marks) = write_layout(store, reader, layout, options).await?;
+    match (&snapshot, marks.is_empty()) {
+        (Some(s), false) => {
+            let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+            let committed = super::append::append_files_with_identity(s, adds, &marks).await;
+            if committed.is_err() {
+                let _ = remove_uncommitted(store, &paths).await;
+            }
+            committed
+        }
+        _ => commit_to(store, snapshot, adds, schema.as_ref(), options).await,
+    }
 }
 
 /// Remove data files (`paths` relative to the root, decoded) that no commit

@@ -416,7 +416,12 @@ impl<'a> Transaction<'a> {
                     checks_added_rows: changes.checks_added_rows(),
                     ..TxnContext::default()
                 };
-                match checker::check(&txn, &WinningCommit::from_actions(winning, &winner)) {
+                let mut summary = WinningCommit::from_actions(winning, &winner);
+                summary.identity_only_metadata = winner.iter().any(|a| {
+                    matches!(a, Action::Metadata(m)
+                        if crate::write::data::rules::only_identity_marks_differ(&state.metadata, m))
+                });
+                match checker::check(&txn, &summary) {
                     Decision::Proceed => {}
                     Decision::Conflict(reason) => return Err(reason.into_error()),
                     Decision::Rebase { files, added } => {

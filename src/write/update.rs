@@ -15,6 +15,7 @@ use super::changes::{
     assign_values, check_can_rewrite, commit_changes_since, ChangeWriter, DmlMetrics, DmlOperation,
     DmlOptions,
 };
+use super::data::rules::{refuse_identity_update, ColumnValues};
 use super::data::TableLayout;
 use super::{live_files, READ_CONCURRENCY};
 use crate::error::{Error, Result};
@@ -39,6 +40,8 @@ pub async fn update_where(
     let parts = &snapshot.metadata().partition_columns;
     let mode = snapshot.column_mapping();
     let set = bind_assignments(snapshot, assignments)?;
+    // Generated columns the SET leaves alone are recomputed from the new row.
+    let generated = ColumnValues::new(schema)?;
     let pred = predicate
         .map(|text| Predicate::new(text, schema, parts, mode, Binding::Strict).map(Arc::new))
         .transpose()?;
@@ -70,7 +73,7 @@ pub async fn update_where(
         let mut reads = scan::stream_files(store.clone(), spec.clone(), work, READ_CONCURRENCY);
         while let Some(batch) = reads.try_next().await? {
             let t = Instant::now();
-            let updated = apply_assignments(&batch, &set)?;
+            let updated = apply_assignments(&batch, &set, &generated)?;
             writer.write(&updated).await?;
             rewrite += t.elapsed();
         }
@@ -142,6 +145,9 @@ fn bind_assignments(
                     names.join(", ")
                 ))
             })?;
+        if let Some(f) = schema.fields.get(i) {
+            refuse_identity_update(f)?;
+        }
         if out.iter().any(|(j, _, _)| *j == i) {
             return Err(Error::InvalidArgument(format!(
                 "UPDATE sets column {column:?} more than once"
@@ -164,9 +170,14 @@ fn bind_assignments(
 fn apply_assignments(
     batch: &RecordBatch,
     set: &[(usize, ValueExpr, arrow_schema::DataType)],
+    generated: &ColumnValues,
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
     assign_values(&mut columns, batch.schema().fields(), batch, set, "UPDATE")?;
+    if !generated.is_empty() {
+        let assigned: Vec<usize> = set.iter().map(|(i, _, _)| *i).collect();
+        generated.fill(&mut columns, batch.num_rows(), &assigned, false)?;
+    }
     RecordBatch::try_new(batch.schema(), columns).map_err(|e| {
         // A NULL into a NOT NULL column is the caller's mistake.
         Error::InvalidArgument(format!("UPDATE: {e}"))

@@ -32,7 +32,7 @@ from deltadv.spark._tasks import (
     task_reader,
     to_arrow_schema,
 )
-from deltadv.spark.merge import DeltaMergeBuilder
+from deltadv.spark.merge import DeltaMergeBuilder, column_expressions
 from deltadv.spark.read import read
 from deltadv.table import (
     DV_FILE_TARGET_SIZE,
@@ -209,6 +209,22 @@ class DeltaTable:
             "_file_path",
             "_row_index",
         )
+        # Generated columns the SET leaves alone follow the new row (Spark
+        # evaluates Delta's generation expression); the writer checks them.
+        generated = {
+            name: sql for name, sql in column_expressions(table)[0].items() if name not in values
+        }
+        if generated:
+            rows = rows.select(
+                *[
+                    F.expr(generated[f.name]).cast(f.dataType).alias(f.name)
+                    if f.name in generated
+                    else F.col(f"`{f.name}`")
+                    for f in table_schema.fields
+                ],
+                "_file_path",
+                "_row_index",
+            )
         files = sorted({t.path for t in tasks})
         change_task = table.change_task(
             files,

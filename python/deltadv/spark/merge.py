@@ -42,6 +42,22 @@ _FILE_ID = "__deltadv_file_id"
 _Clause = tuple[str, str, "str | Column | None", "Mapping[str, str | Column] | None"]
 
 
+def column_expressions(table: _LocalTable) -> tuple[dict[str, str], dict[str, str]]:
+    """The table's generated columns and column defaults: top-level name ->
+    Delta's generation expression / default (Spark SQL), from the column
+    metadata."""
+    schema = json.loads(table.metadata()["schemaString"])
+    generated: dict[str, str] = {}
+    defaults: dict[str, str] = {}
+    for field in schema.get("fields", []):
+        meta = field.get("metadata") or {}
+        if isinstance(meta.get("delta.generationExpression"), str):
+            generated[field["name"]] = meta["delta.generationExpression"]
+        if isinstance(meta.get("CURRENT_DEFAULT"), str):
+            defaults[field["name"]] = meta["CURRENT_DEFAULT"]
+    return generated, defaults
+
+
 def _alias_of(df: DataFrame) -> str | None:
     """The alias of ``df`` (``df.alias("s")``), read from its plan (classic Spark)."""
     try:
@@ -383,6 +399,7 @@ class _SparkMerge:
         if evolve and plan.writes_source_columns:
             self._evolve_schema()
         self.by_name = {f.name.lower(): f for f in self.fields}
+        self.generated, self.defaults = column_expressions(self.table)
 
     def run(self) -> dict[str, Any]:
         self._materialize_source()
@@ -529,6 +546,8 @@ class _SparkMerge:
                     continue
                 if f.name in assigned:
                     new = assigned[f.name]
+                elif action.startswith("insert") and f.name in self.defaults:
+                    new = F.expr(self.defaults[f.name]).cast(f.dataType)
                 elif action.startswith("insert"):
                     new = F.lit(None).cast(f.dataType)
                 else:
@@ -565,6 +584,24 @@ class _SparkMerge:
             F.col(_CLAUSE),
             *carry,
         )
+        if self.generated:
+            # Generated columns a clause does not assign follow the new row
+            # (Spark evaluates Delta's expression); the writer checks them.
+            def value(name: str, dtype: Any) -> Column:
+                assigning = [i for i, _, _, _, a in self.specs if name in a]
+                recomputed = F.expr(self.generated[name]).cast(dtype)
+                if not assigning:
+                    return recomputed.alias(name)
+                keep = F.col(_CLAUSE).isin(assigning)
+                return F.when(keep, F.col(f"`{name}`")).otherwise(recomputed).alias(name)
+
+            rows = rows.select(
+                *[
+                    value(f.name, f.dataType) if f.name in self.generated else F.col(f"`{f.name}`")
+                    for f in self.fields
+                ],
+                *[c for c in rows.columns if c not in {f.name for f in self.fields}],
+            )
         return staged, rows
 
     def _join(

@@ -23,12 +23,9 @@
 //! and `schema`; nothing below (`schema`, `cdf`) imports the feature table.
 
 use super::actions::{Metadata, Protocol};
-use super::schema::{DataType, StructField, StructType};
+use super::schema::StructType;
 use crate::error::{Error, Result};
-use properties::{
-    TableProperties, APPEND_ONLY, CONSTRAINTS_PREFIX, ENABLE_CHANGE_DATA_FEED,
-    GENERATION_EXPRESSION_KEY, IDENTITY_START_KEY, INVARIANTS_KEY,
-};
+use properties::{TableProperties, APPEND_ONLY, ENABLE_CHANGE_DATA_FEED};
 
 pub mod clustering;
 pub mod iceberg;
@@ -392,14 +389,6 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
     iceberg::check(p, metadata, op)
 }
 
-/// Column metadata keys whose columns an append would have to compute or
-/// check, and what they are.
-const APPEND_COLUMN_RULES: &[(&str, &str)] = &[
-    (INVARIANTS_KEY, "a column invariant"),
-    (GENERATION_EXPRESSION_KEY, "a generated column"),
-    (IDENTITY_START_KEY, "an identity column"),
-];
-
 /// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
 /// breaking the table's features or properties, naming what stands in the way.
 pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {
@@ -407,62 +396,27 @@ pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {
 }
 
 /// Refuse an append deltadv could not do without breaking the table's
-/// features, properties, CHECK constraints (`delta.constraints.*`),
-/// invariants, generated or identity columns, naming what stands in the way.
-pub fn check_append(p: &Protocol, metadata: &Metadata, schema: &StructType) -> Result<()> {
-    check_write(p, metadata, WriteOperation::Append)?;
-    check_new_rows(metadata, schema, "append")
+/// features or properties, naming what stands in the way. The rules on the
+/// rows themselves (CHECK constraints, invariants, NOT NULL, generated,
+/// default and identity columns) are the data writer's
+/// (`write::data::rules`): checked and computed on every row written.
+pub fn check_append(p: &Protocol, metadata: &Metadata, _schema: &StructType) -> Result<()> {
+    check_write(p, metadata, WriteOperation::Append)
 }
 
 /// How an UPDATE or MERGE on this table is to be written: `Ok(true)` with
 /// deletion vectors, `Ok(false)` by rewriting the touched files (only when
-/// `allow_copy_on_write`). Besides DELETE's rules, the new rows must need
-/// nothing deltadv does not compute or check (constraints, generated or
-/// identity columns), and row tracking must be off (an updated row would
-/// get a new row id).
+/// `allow_copy_on_write`). Besides DELETE's rules, row tracking must be off
+/// (an updated row would get a new row id); the new rows follow the
+/// table's row rules as appended rows do (see [`check_append`]).
 pub fn plan_rewrite(
     p: &Protocol,
     metadata: &Metadata,
-    schema: &StructType,
+    _schema: &StructType,
     allow_copy_on_write: bool,
 ) -> Result<bool> {
     check_write(p, metadata, WriteOperation::RewriteRows)?;
-    check_new_rows(metadata, schema, "UPDATE/MERGE")?;
     plan_delete(p, metadata, allow_copy_on_write)
-}
-
-/// Refuse new rows deltadv would have to check or compute values for.
-fn check_new_rows(metadata: &Metadata, schema: &StructType, op: &str) -> Result<()> {
-    if let Some(name) = TableProperties::of(metadata).check_constraints().first() {
-        return Err(Error::Unsupported(format!(
-            "{op} is not allowed: the table has CHECK constraint {name:?} \
-             ({CONSTRAINTS_PREFIX}{name}), which deltadv does not evaluate"
-        )));
-    }
-    fn walk(fields: &[StructField], prefix: &str) -> Option<(String, &'static str)> {
-        for f in fields {
-            let path = format!("{prefix}{}", f.name);
-            if let Some((_, what)) = APPEND_COLUMN_RULES
-                .iter()
-                .find(|(key, _)| f.metadata.contains_key(*key))
-            {
-                return Some((path, what));
-            }
-            if let DataType::Struct(inner) = &f.data_type {
-                if let Some(found) = walk(&inner.fields, &format!("{path}.")) {
-                    return Some(found);
-                }
-            }
-        }
-        None
-    }
-    if let Some((column, what)) = walk(&schema.fields, "") {
-        return Err(Error::Unsupported(format!(
-            "{op} is not allowed: column {column:?} is {what}, which deltadv does not compute \
-             or check"
-        )));
-    }
-    Ok(())
 }
 
 /// Delta Spark's rule: deletion vectors may be written when the protocol
@@ -512,41 +466,37 @@ pub fn plan_delete(p: &Protocol, metadata: &Metadata, allow_copy_on_write: bool)
 mod tests {
     use std::collections::HashMap;
 
-    use serde_json::json;
-
     use super::*;
+    use crate::log::schema::{DataType, StructField};
 
     #[test]
-    fn appends_refuse_what_they_would_have_to_compute() {
-        let p = protocol(1, 7, &[], &["appendOnly", "invariants", "checkConstraints"]);
+    fn appends_leave_row_rules_to_the_writer() {
+        let p = protocol(
+            1,
+            7,
+            &[],
+            &[
+                "appendOnly",
+                "invariants",
+                "checkConstraints",
+                "generatedColumns",
+                "identityColumns",
+                "allowColumnDefaults",
+            ],
+        );
         let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
-        // append-only and CDF tables take appends
+        // append-only and CDF tables take appends; constraints are the
+        // writer's to check
         check_append(
             &p,
             &metadata(&[
                 ("delta.appendOnly", "true"),
                 ("delta.enableChangeDataFeed", "true"),
+                ("delta.constraints.positive", "id > 0"),
             ]),
             &plain,
         )
         .unwrap();
-        let e = err(check_append(
-            &p,
-            &metadata(&[("delta.constraints.positive", "id > 0")]),
-            &plain,
-        ));
-        assert!(e.contains("CHECK constraint \"positive\""), "{e}");
-        for (key, what) in APPEND_COLUMN_RULES {
-            let mut field = StructField::new("x", DataType::Long, true);
-            field.metadata.insert(key.to_string(), json!("1"));
-            let nested = StructType::new(vec![StructField::new(
-                "s",
-                DataType::Struct(StructType::new(vec![field])),
-                true,
-            )]);
-            let e = err(check_append(&p, &metadata(&[]), &nested));
-            assert!(e.contains("\"s.x\"") && e.contains(what), "{e}");
-        }
         // clustered tables take appends (the domain is left as it is)
         check_append(
             &protocol(1, 7, &[], &["domainMetadata", "clustering"]),

@@ -99,12 +99,8 @@ fn check_nullable(
     if nullable {
         return Ok(());
     }
-    let n = unmasked_nulls(array, parent);
-    if n > 0 {
-        return Err(mismatch(
-            path,
-            format!("is not nullable in the table, but the data holds {n} null(s)"),
-        ));
+    if unmasked_nulls(array, parent) > 0 {
+        return Err(super::rules::not_null_violation(path));
     }
     Ok(())
 }
@@ -389,6 +385,9 @@ mod tests {
         )
         .unwrap();
         let e = convert_all(&batch).unwrap_err().to_string();
-        assert!(e.contains("'id'") && e.contains("not nullable"), "{e}");
+        assert!(
+            e.contains("NOT NULL constraint violated for column: id."),
+            "{e}"
+        );
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod input;
 pub mod partition;
+pub mod rules;
 pub mod stats;
 
 use std::collections::HashMap;
@@ -46,9 +47,6 @@ pub const DEFAULT_TARGET_FILE_SIZE: usize = 128 * 1024 * 1024;
 /// Most files open at once (one per partition); beyond it the least recently
 /// written is closed.
 pub const MAX_OPEN_FILES: usize = 64;
-
-/// Column metadata key of a column's default value (Delta's `allowColumnDefaults`).
-const CURRENT_DEFAULT: &str = "CURRENT_DEFAULT";
 
 /// What the writer needs to know about the table it writes for.
 #[derive(Debug, Clone)]
@@ -171,6 +169,9 @@ pub struct DataWriter {
     writes: u64,
     /// Writes `cdc` files (under `_change_data/`, with `_change_type`).
     change_data: bool,
+    /// Defaults, generated and identity columns, constraints (none for
+    /// change data files: their rows are the data files' rows).
+    pub(crate) rules: rules::RowRules,
 }
 
 impl DataWriter {
@@ -223,6 +224,7 @@ impl DataWriter {
             &layout.configuration,
             layout.deletion_vectors,
         )?;
+        let rules = rules::RowRules::new(&layout.schema, &layout.configuration)?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(options.row_group_rows.or(Some(1024 * 1024)))
@@ -243,6 +245,7 @@ impl DataWriter {
             started: Vec::new(),
             writes: 0,
             change_data: false,
+            rules,
         })
     }
 
@@ -263,7 +266,29 @@ impl DataWriter {
         layout.configuration.remove(DATA_SKIPPING_STATS_COLUMNS);
         let mut writer = DataWriter::try_new(store, layout, options)?;
         writer.change_data = true;
+        writer.rules = rules::RowRules::default();
         Ok(writer)
+    }
+
+    /// The identity columns' high-water marks after the rows written so far:
+    /// (column, mark) of those that handed out values.
+    pub fn identity_high_water_marks(&self) -> Vec<(String, i64)> {
+        self.rules.high_water_marks()
+    }
+
+    /// `batch` (change rows: every table column, in table order) with the
+    /// identity values of its inserted rows handed out, so that the change
+    /// data files get the values the data files get.
+    pub fn fill_identity(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        if self.rules.identity.is_empty() {
+            return Ok(batch.clone());
+        }
+        let mut columns = batch.columns().to_vec();
+        let all: Vec<usize> = (0..columns.len()).collect();
+        self.rules
+            .fill_identity(&mut columns, batch.num_rows(), &all)?;
+        RecordBatch::try_new(batch.schema(), columns)
+            .map_err(|e| Error::Internal(format!("identity values: {e}")))
     }
 
     /// Every file this writer started (relative, decoded), committed or not.
@@ -277,24 +302,31 @@ impl DataWriter {
             .map(|_| ())
     }
 
-    /// The table columns of `batch` (incoming data), checked and converted.
-    fn table_columns(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+    /// The table columns of `batch` (incoming data), checked and converted,
+    /// and the positions of those the data gives (the others are NULL, or
+    /// placeholders a rule fills: see [`rules::RowRules::apply`]).
+    fn table_columns(&self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Vec<usize>)> {
         let schema = batch.schema();
         let names = || schema.fields().iter().map(|f| f.name().as_str());
         input::check_no_extra(names(), &self.layout.schema.fields, "")?;
         let mut out = Vec::with_capacity(self.layout.schema.fields.len());
-        for (field, target) in self.layout.schema.fields.iter().zip(&self.targets) {
+        let mut given = Vec::with_capacity(self.layout.schema.fields.len());
+        for (pos, (field, target)) in self
+            .layout
+            .schema
+            .fields
+            .iter()
+            .zip(&self.targets)
+            .enumerate()
+        {
             let column = match input::find_field(names(), &field.name)
                 .and_then(|i| batch.columns().get(i))
             {
-                Some(c) => input::convert_field(c, field, target)?,
-                None if field.metadata.contains_key(CURRENT_DEFAULT) => {
-                    return Err(Error::Unsupported(format!(
-                        "column '{}' has a default value, which deltadv does not compute: \
-                         the data must hold the column",
-                        field.name
-                    )))
+                Some(c) => {
+                    given.push(pos);
+                    input::convert_field(c, field, target)?
                 }
+                None if self.rules.fills(pos) => rules::placeholder(target, batch.num_rows()),
                 None if field.nullable => arrow_array::new_null_array(target, batch.num_rows()),
                 None => {
                     return Err(Error::InvalidArgument(format!(
@@ -306,7 +338,8 @@ impl DataWriter {
             };
             out.push(column);
         }
-        Ok(out)
+        self.rules.check_given(&given)?;
+        Ok((out, given))
     }
 
     /// Write one batch of incoming data.
@@ -314,7 +347,8 @@ impl DataWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let columns = self.table_columns(batch)?;
+        let (mut columns, given) = self.table_columns(batch)?;
+        self.rules.apply(&mut columns, batch.num_rows(), &given)?;
         let data: Vec<ArrayRef> = self
             .data_columns
             .iter()

@@ -176,9 +176,16 @@ impl BoundMerge {
         let change = c.action.change();
         if c.action != ClauseAction::Delete {
             assign_values(&mut columns, &self.table_fields, rows, &c.set, "MERGE")?;
-            for (f, col) in self.table_fields.iter().zip(&columns) {
+            if !self.values.is_empty() {
+                let assigned: Vec<usize> = c.set.iter().map(|(i, _, _)| *i).collect();
+                let insert = c.action.change() == "insert";
+                self.values.fill(&mut columns, n, &assigned, insert)?;
+            }
+            for (i, (f, col)) in self.table_fields.iter().zip(&columns).enumerate() {
                 let nulls = col.logical_null_count();
-                if !f.is_nullable() && nulls > 0 {
+                // Identity values of inserted rows are the writer's to fill.
+                let identity = self.values.is_identity(i);
+                if !f.is_nullable() && nulls > 0 && !identity {
                     return Err(invalid(format!(
                         "[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for \
                          column: {} (a MERGE {change} leaves it NULL in {nulls} row(s))",

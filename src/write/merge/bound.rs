@@ -17,6 +17,7 @@ use crate::expr::relation::{eq_ci, Relation, Side};
 use crate::expr::rewrite::conjuncts;
 use crate::expr::{Binding, Expr, Predicate, ValueExpr};
 use crate::log::schema::{ColumnMappingMode, StructType};
+use crate::write::data::rules::{refuse_identity_insert, refuse_identity_update, ColumnValues};
 
 /// A compiled clause.
 pub(super) struct Clause {
@@ -50,6 +51,9 @@ pub(super) struct BoundMerge {
     /// Several source rows may match a target row (a single unconditional
     /// DELETE): the row is deleted once.
     pub(super) dedupe: bool,
+    /// Defaults and generated columns of the table written: filled in for
+    /// the columns a clause does not assign.
+    pub(super) values: ColumnValues,
 }
 
 fn bind_predicate(rel: &Relation, e: &Expr) -> Result<Predicate> {
@@ -146,6 +150,7 @@ impl BoundMerge {
             out_schema: change_schema(&table_fields),
             table_fields,
             dedupe: false,
+            values: ColumnValues::new(table)?,
         };
         for (index, c) in plan.clauses().iter().enumerate() {
             let clause = bound.compile(plan, index, table)?;
@@ -228,6 +233,14 @@ impl BoundMerge {
                 .get(i)
                 .map(|f| f.data_type().clone())
                 .ok_or_else(|| Error::Internal(format!("table field {i} missing")))?;
+            if let Some(field) = table.fields.get(i) {
+                match c.action {
+                    ClauseAction::Update | ClauseAction::UpdateAll => {
+                        refuse_identity_update(field)?
+                    }
+                    _ => refuse_identity_insert(field)?,
+                }
+            }
             let value = bind_value(rel, &e, text)?;
             value.check_assignable(name, &target)?;
             set.push((i, value, target));
