@@ -5,7 +5,9 @@ stream interface, batch by batch): Rust checks it against the table schema,
 writes the parquet data files with Delta stats (as Delta Spark collects them),
 and makes the commit. Nothing here writes a file.
 
-- :func:`write_table`: write and commit in one call (create, or append).
+- :func:`write_table`: write and commit in one call (create, append,
+  overwrite all rows or those a predicate matches, ignore), with schema
+  evolution (``schema_mode``).
 - :func:`write_files` + :func:`commit_files`: write data files in several
   places (e.g. Spark executors), commit them once (the Spark driver).
 """
@@ -21,7 +23,8 @@ import pyarrow as pa
 from deltadv import _core
 from deltadv.table import TARGET_FILE_SIZE, DeltaTable
 
-Mode = Literal["error", "append"]
+Mode = Literal["error", "append", "overwrite", "ignore"]
+SchemaMode = Literal["merge", "overwrite"]
 
 
 def _stream(data: Any, schema: pa.Schema | None) -> Any:
@@ -53,6 +56,8 @@ def write_table(
     target_file_size: int = TARGET_FILE_SIZE,
     rows_per_file: int | None = None,
     row_group_rows: int | None = None,
+    predicate: str | None = None,
+    schema_mode: SchemaMode | None = None,
 ) -> DeltaTable:
     """Write Arrow ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table
     or RecordBatchReader, a polars DataFrame, ...) to a Delta table, streamed.
@@ -63,9 +68,18 @@ def write_table(
     ``mode="append"`` appends to an existing table (TableNotFoundError if there
     is none); the data must match its schema (names case-insensitive, types,
     nullability: ValueError otherwise) and ``partition_by``, if given, its
-    partition columns. Files roll over at ``target_file_size`` bytes or
-    ``rows_per_file`` rows. If the commit fails (e.g. CommitConflictError), the
-    data files written are removed.
+    partition columns. ``mode="overwrite"`` replaces every row of the table in
+    one commit (creating it if absent); with ``predicate`` (SQL text, Delta
+    Spark's ``replaceWhere``) only the rows it matches are replaced (deleted
+    with deletion vectors where it cuts a file), and every new row must satisfy
+    it (ValueError otherwise, nothing committed). ``mode="ignore"`` writes
+    nothing when the table exists. ``schema_mode="merge"`` adds the data's new
+    columns to the table (nullable; columns the data lacks are null);
+    ``schema_mode="overwrite"`` (only with ``mode="overwrite"``) replaces the
+    schema and the partitioning (``partition_by``; unpartitioned when not given,
+    as Delta Spark's ``overwriteSchema``). Files roll
+    over at ``target_file_size`` bytes or ``rows_per_file`` rows. If the commit
+    fails (e.g. CommitConflictError), the data files written are removed.
     """
     _core.write_table(
         table_uri,
@@ -78,6 +92,8 @@ def write_table(
         target_file_size=target_file_size,
         rows_per_file=rows_per_file,
         row_group_rows=row_group_rows,
+        predicate=predicate,
+        schema_mode=schema_mode,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 
