@@ -28,7 +28,9 @@ def _spark_rows(spark: Any, path: str, version: int | None = None) -> Rows:
         reader = reader.option("versionAsOf", version)
     df = reader.load(path)
     cols = sorted(df.columns)
-    return sorted(tuple(r[c] for c in cols) for r in df.select(*cols).collect())
+    rows = [tuple(r[c] for c in cols) for r in df.select(*cols).collect()]
+    # NULLs first in each column (None never compared with a value).
+    return sorted(rows, key=lambda t: tuple((x is not None, x) for x in t))
 
 
 def _commit(path: str, version: int) -> list[dict[str, Any]]:
