@@ -97,6 +97,8 @@ class _WriteOptions(TypedDict, total=False):
     rows_per_file: int | None
     row_group_rows: int | None
     cluster_by: list[str]
+    predicate: str | None
+    schema_mode: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -338,7 +340,9 @@ def write_table(
     **options: Unpack[_WriteOptions],
 ) -> int:
     """Write ``data`` (``__arrow_c_stream__``) as data files and commit them
-    (mode "error": create; "append"). Returns the version."""
+    (mode "error": create; "append"; "overwrite", all rows or those
+    ``predicate`` matches; "ignore"), with ``schema_mode`` "merge" or
+    "overwrite". Returns the version."""
 
 def write_files(
     table_uri: str,

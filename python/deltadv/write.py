@@ -5,7 +5,9 @@ stream interface, batch by batch): Rust checks it against the table schema,
 writes the parquet data files with Delta stats (as Delta Spark collects them),
 and makes the commit. Nothing here writes a file.
 
-- :func:`write_table`: write and commit in one call (create, or append).
+- :func:`write_table`: write and commit in one call (create, append,
+  overwrite all rows or those a predicate matches, ignore), with schema
+  evolution (``schema_mode``).
 - :func:`write_files` + :func:`commit_files`: write data files in several
   places (e.g. Spark executors), commit them once (the Spark driver).
 """
@@ -21,7 +23,8 @@ import pyarrow as pa
 from deltadv import _core
 from deltadv.table import TARGET_FILE_SIZE, DeltaTable
 
-Mode = Literal["error", "append"]
+Mode = Literal["error", "append", "overwrite", "ignore"]
+SchemaMode = Literal["merge", "overwrite"]
 
 
 def _stream(data: Any, schema: pa.Schema | None) -> Any:
@@ -54,6 +57,8 @@ def write_table(
     rows_per_file: int | None = None,
     row_group_rows: int | None = None,
     cluster_by: list[str] | None = None,
+    predicate: str | None = None,
+    schema_mode: SchemaMode | None = None,
 ) -> DeltaTable:
     """Write Arrow ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table
     or RecordBatchReader, a polars DataFrame, ...) to a Delta table, streamed.
@@ -64,11 +69,21 @@ def write_table(
     ``mode="append"`` appends to an existing table (TableNotFoundError if there
     is none); the data must match its schema (names case-insensitive, types,
     nullability: ValueError otherwise) and ``partition_by``, if given, its
-    partition columns. Files roll over at ``target_file_size`` bytes or
-    ``rows_per_file`` rows. If the commit fails (e.g. CommitConflictError), the
-    data files written are removed. ``cluster_by`` (on create, not together with
-    ``partition_by``) makes a liquid-clustered table, as Delta Spark's
-    ``CREATE TABLE ... CLUSTER BY``: :meth:`DeltaTable.optimize` then clusters it.
+    partition columns. ``mode="overwrite"`` replaces every row of the table in
+    one commit (creating it if absent); with ``predicate`` (SQL text, Delta
+    Spark's ``replaceWhere``) only the rows it matches are replaced (deleted
+    with deletion vectors where it cuts a file), and every new row must satisfy
+    it (ValueError otherwise, nothing committed). ``mode="ignore"`` writes
+    nothing when the table exists. ``schema_mode="merge"`` adds the data's new
+    columns to the table (nullable; columns the data lacks are null);
+    ``schema_mode="overwrite"`` (only with ``mode="overwrite"``) replaces the
+    schema and the partitioning (``partition_by``; unpartitioned when not given,
+    as Delta Spark's ``overwriteSchema``). Files roll
+    over at ``target_file_size`` bytes or ``rows_per_file`` rows. If the commit
+    fails (e.g. CommitConflictError), the data files written are removed.
+    ``cluster_by`` (on create, not together with ``partition_by``) makes a
+    liquid-clustered table, as Delta Spark's ``CREATE TABLE ... CLUSTER BY``:
+    :meth:`DeltaTable.optimize` then clusters it.
     """
     _core.write_table(
         table_uri,
@@ -82,6 +97,8 @@ def write_table(
         rows_per_file=rows_per_file,
         row_group_rows=row_group_rows,
         cluster_by=list(cluster_by or []),
+        predicate=predicate,
+        schema_mode=schema_mode,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 

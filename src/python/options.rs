@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use crate::write::changes::DmlOptions;
 use crate::write::data::{WriterOptions, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::delete::{DeleteOptions, DEFAULT_DV_FILE_TARGET_SIZE};
-use crate::write::files::{SaveMode, WriteOptions};
+use crate::write::files::{SaveMode, SchemaMode, WriteOptions};
 
 /// The keyword arguments of one call, read key by key.
 pub(super) struct Kwargs<'a, 'py> {
@@ -287,6 +287,10 @@ pub(super) struct WriteArgs {
     pub rows_per_file: Option<usize>,
     pub row_group_rows: Option<usize>,
     pub cluster_by: Vec<String>,
+    /// Overwrite only the rows this predicate matches (replaceWhere).
+    pub predicate: Option<String>,
+    /// Schema evolution: "merge" or "overwrite".
+    pub schema_mode: Option<String>,
 }
 
 impl Default for WriteArgs {
@@ -301,6 +305,8 @@ impl Default for WriteArgs {
             rows_per_file: None,
             row_group_rows: None,
             cluster_by: Vec::new(),
+            predicate: None,
+            schema_mode: None,
         }
     }
 }
@@ -321,11 +327,15 @@ impl WriteArgs {
                 "rows_per_file",
                 "row_group_rows",
                 "cluster_by",
+                "predicate",
+                "schema_mode",
             ],
         )?;
         let d = Self::default();
         Ok(WriteArgs {
             cluster_by: kw.get("cluster_by", d.cluster_by.clone())?,
+            predicate: kw.get("predicate", d.predicate)?,
+            schema_mode: kw.get("schema_mode", d.schema_mode)?,
             mode: kw.get("mode", d.mode)?,
             schema_ipc: kw.get("schema_ipc", d.schema_ipc)?,
             partition_by: kw.get("partition_by", d.partition_by)?,
@@ -345,6 +355,8 @@ impl WriteArgs {
     pub fn write_options(self) -> crate::Result<(WriteOptions, Option<Vec<u8>>)> {
         let options = WriteOptions {
             mode: SaveMode::parse(&self.mode)?,
+            predicate: self.predicate,
+            schema_mode: SchemaMode::parse(self.schema_mode.as_deref())?,
             partition_by: self.partition_by,
             configuration: self.configuration,
             enable_deletion_vectors: self.enable_deletion_vectors,

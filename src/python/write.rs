@@ -52,11 +52,13 @@ pub(super) fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option
 }
 
 /// Write `data` as data files and commit them: create the table (mode
-/// "error") or append to it (mode "append"). Returns the version.
+/// "error"), append to it ("append"), overwrite it ("overwrite", with
+/// `predicate`: only the rows it matches) or nothing when it exists
+/// ("ignore"). Returns the version.
 ///
 /// Options (keywords): `mode`, `partition_by`, `configuration`,
 /// `enable_deletion_vectors`, `target_file_size`, `rows_per_file`,
-/// `row_group_rows`.
+/// `row_group_rows`, `predicate`, `schema_mode`.
 #[pyfunction]
 #[pyo3(signature = (table_uri, storage_options, data, **options))]
 pub fn write_table(

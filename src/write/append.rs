@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::transaction::{FixedActions, Transaction};
 use crate::error::Result;
-use crate::log::actions::{Action, Add, RecordCount};
+use crate::log::actions::{Action, Add, Metadata, RecordCount};
 use crate::log::features;
 use crate::table::snapshot::Snapshot;
 
@@ -23,19 +23,26 @@ pub fn check_appendable(snapshot: &Snapshot) -> Result<()> {
 /// table of `snapshot` as a blind append. Returns the committed version (the
 /// snapshot's when `adds` is empty: nothing to commit).
 pub async fn append_files(snapshot: &Snapshot, adds: Vec<Add>) -> Result<u64> {
-    append_files_with_identity(snapshot, adds, &[]).await
+    append_files_with(snapshot, adds, None, Map::new()).await
 }
 
-/// [`append_files`] of files whose rows handed out identity values: the
-/// columns' new high-water marks (`marks`) are committed in the same commit
-/// (a metaData action), so a concurrent writer that also changed the
-/// metadata conflicts instead of handing out the same values.
-pub async fn append_files_with_identity(
+/// [`append_files`] with new `metadata` (schema evolution by merge) in the
+/// same commit and more `operationParameters` (`canMergeSchema`). The append
+/// still reads nothing: Delta Spark records it as a blind append, and a
+/// concurrent metadata change conflicts with it.
+pub async fn append_files_with(
     snapshot: &Snapshot,
     adds: Vec<Add>,
-    marks: &[(String, i64)],
+    metadata: Option<Metadata>,
+    extra_parameters: Map<String, Value>,
 ) -> Result<u64> {
-    check_appendable(snapshot)?;
+    match &metadata {
+        Some(m) => {
+            let schema = crate::log::schema::StructType::parse(&m.schema_string)?;
+            features::check_append(snapshot.protocol(), m, &schema)?;
+        }
+        None => check_appendable(snapshot)?,
+    }
     let mut rows: i64 = 0;
     let mut bytes: i64 = 0;
     for add in &adds {
@@ -55,14 +62,12 @@ pub async fn append_files_with_identity(
         "partitionBy".into(),
         Value::from(serde_json::to_string(partition_by).unwrap_or_default()),
     );
+    parameters.extend(extra_parameters);
     let mut txn = Transaction::new(snapshot, "WRITE")?
         .with_parameters(parameters)
         .blind_append();
-    if !marks.is_empty() {
-        txn = txn.with_metadata(super::data::rules::with_high_water_marks(
-            snapshot.metadata(),
-            marks,
-        )?);
+    if let Some(m) = metadata {
+        txn = txn.with_metadata(m);
     }
     let mut changes = FixedActions {
         actions: adds.into_iter().map(|a| Action::Add(Box::new(a))).collect(),

@@ -65,6 +65,17 @@ async fn delete_rows_of(
     dvs: bool,
     started: Instant,
 ) -> Result<DeleteMetrics> {
+    let targets = targets_of(snapshot, live, rows).await?;
+    commit_targets(snapshot, targets, options, dvs, started).await
+}
+
+/// The delete targets for `rows` (data file path → row indexes), with the
+/// files' current DVs loaded: what [`DeleteChanges`] commits.
+pub(super) async fn targets_of(
+    snapshot: &Snapshot,
+    live: &HashMap<String, crate::table::snapshot::LiveFile>,
+    rows: HashMap<String, RoaringTreemap>,
+) -> Result<BTreeMap<String, Target>> {
     let store = snapshot.store();
     let mut targets: BTreeMap<String, Target> = BTreeMap::new();
     for (path, r) in rows {
@@ -88,7 +99,7 @@ async fn delete_rows_of(
         add_target(&mut targets, key, &f.add, n, r)?;
     }
     load_base_dvs(store, &mut targets).await?;
-    commit_targets(snapshot, targets, options, dvs, started).await
+    Ok(targets)
 }
 
 /// Commit the targets (`dvs`: write DVs, else rewrite files) in one
@@ -131,10 +142,7 @@ pub async fn delete_where(
     predicate: Option<&str>,
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
-    use futures::{StreamExt, TryStreamExt};
-
     use crate::expr::{Binding, Predicate};
-    use crate::scan::{self, DeletedRows, ScanSpec};
 
     let started = Instant::now();
     let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
@@ -148,18 +156,40 @@ pub async fn delete_where(
         )?)),
         None => None,
     };
+    let live = live_files(snapshot)?;
+    let rows = matching_rows(snapshot, &live, pred).await?;
+    let mut options = options.clone();
+    if options.predicate.is_none() {
+        options.predicate = predicate.map(str::to_string);
+    }
+    let mut m = delete_rows_of(snapshot, &live, rows, &options, dvs, started).await?;
+    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(m)
+}
+
+/// The live rows of the table that `pred` matches (all rows when `None`), by
+/// data file: files the predicate rules out by partition values or stats are
+/// not read; files it matches entirely by partition values are not read
+/// either; the rest are scanned for the matching rows' physical indexes.
+pub(super) async fn matching_rows(
+    snapshot: &Snapshot,
+    live: &HashMap<String, crate::table::snapshot::LiveFile>,
+    pred: Option<Arc<crate::expr::Predicate>>,
+) -> Result<HashMap<String, RoaringTreemap>> {
+    use futures::{StreamExt, TryStreamExt};
+
+    use crate::scan::{self, DeletedRows, ScanSpec};
+
     let store = snapshot.store();
     let mut spec = ScanSpec::for_snapshot(snapshot, Some(Vec::new()));
     spec.with_metadata_columns = true;
     spec.filter = pred.clone();
     spec.filter_rows = true;
     let files = scan::plan(snapshot, pred.as_deref())?;
-    let live = live_files(snapshot)?;
     let found: Vec<Result<(String, RoaringTreemap)>> = futures::stream::iter(files)
         .map(|file| {
             let spec = &spec;
             let pred = pred.as_deref();
-            let live = &live;
             async move {
                 let whole = match pred {
                     None => true,
@@ -210,13 +240,7 @@ pub async fn delete_where(
             rows.insert(path, map);
         }
     }
-    let mut options = options.clone();
-    if options.predicate.is_none() {
-        options.predicate = predicate.map(str::to_string);
-    }
-    let mut m = delete_rows_of(snapshot, &live, rows, &options, dvs, started).await?;
-    m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(m)
+    Ok(rows)
 }
 
 /// Driver side: commit files prepared by [`prepare_files`] (possibly on many

@@ -1,25 +1,32 @@
 //! Writing a table from Arrow data: data files through the [`data`] writer,
-//! then one commit that creates the table ([`create`]) or appends to it
-//! ([`append`]). Files written before a failed commit are removed (never
+//! then one commit that creates the table ([`create`]), appends to it
+//! ([`append`]) or overwrites it ([`overwrite`]: all rows, or those a
+//! predicate matches), with schema evolution ([`SchemaMode`]). Files written before a failed commit are removed (never
 //! one the table's log references), so a failure leaves nothing behind.
 //!
 //! [`data`]: super::data
 //! [`create`]: super::create
 //! [`append`]: super::append
+//! [`overwrite`]: super::overwrite
 
 use std::collections::{HashMap, HashSet};
 
 use arrow_array::RecordBatchReader;
 
-use super::append::{append_files, check_appendable};
+use super::append::{append_files_with, check_appendable};
 use super::create::{create_table, CreateOptions};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
+use super::overwrite::{overwrite_files, OverwriteOptions};
 use crate::error::{Error, Result};
+use crate::expr::{Binding, Predicate};
 use crate::io::TableStore;
-use crate::log::actions::Add;
-use crate::log::features::properties::COLUMN_MAPPING_MODE;
+use crate::log::actions::{Add, Metadata};
+use crate::log::features::properties::{COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE};
 use crate::log::path::normalize_path;
-use crate::log::schema::StructType;
+use crate::log::schema::{
+    assign_column_mapping, assign_new_column_mapping, column_mapping_mode, merge_schemas,
+    ColumnMappingMode, StructType,
+};
 use crate::table::snapshot::Snapshot;
 
 /// What to do about a table that exists (or not) where data is written.
@@ -29,16 +36,57 @@ pub enum SaveMode {
     ErrorIfExists,
     /// Append to the table; an error if there is none.
     Append,
+    /// Replace the table's rows (those a predicate matches, when given);
+    /// create the table when there is none.
+    Overwrite,
+    /// Create the table; write nothing if one exists.
+    Ignore,
 }
 
 impl SaveMode {
-    /// `"error"` (or `"errorifexists"`) or `"append"`, as Spark names them.
+    /// `"error"` (or `"errorifexists"`), `"append"`, `"overwrite"` or
+    /// `"ignore"`, as Spark names them.
     pub fn parse(text: &str) -> Result<SaveMode> {
         match text.to_ascii_lowercase().as_str() {
             "error" | "errorifexists" => Ok(SaveMode::ErrorIfExists),
             "append" => Ok(SaveMode::Append),
+            "overwrite" => Ok(SaveMode::Overwrite),
+            "ignore" => Ok(SaveMode::Ignore),
             other => Err(Error::InvalidArgument(format!(
-                "mode {other:?} is not supported (expected \"error\" or \"append\")"
+                "mode {other:?} is not supported (expected \"error\", \"append\", \
+                 \"overwrite\" or \"ignore\")"
+            ))),
+        }
+    }
+
+    /// Whether the mode creates the table when there is none.
+    fn creates(self) -> bool {
+        !matches!(self, SaveMode::Append)
+    }
+}
+
+/// Schema evolution of a write to an existing table (deltalake's
+/// `schema_mode`); without one the data must match the table's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaMode {
+    /// Columns of the data the table lacks are added, nullable (Delta
+    /// Spark's `mergeSchema`); columns the data lacks are written as nulls.
+    Merge,
+    /// The table's schema and partitioning (`partition_by`, none when empty)
+    /// replaced by the data's; only with [`SaveMode::Overwrite`] (Delta
+    /// Spark's `overwriteSchema`).
+    Overwrite,
+}
+
+impl SchemaMode {
+    /// `"merge"` or `"overwrite"`; `None` for no evolution.
+    pub fn parse(text: Option<&str>) -> Result<Option<SchemaMode>> {
+        match text.map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(None),
+            Some("merge") => Ok(Some(SchemaMode::Merge)),
+            Some("overwrite") => Ok(Some(SchemaMode::Overwrite)),
+            Some(other) => Err(Error::InvalidArgument(format!(
+                "schema_mode {other:?} is not supported (expected \"merge\" or \"overwrite\")"
             ))),
         }
     }
@@ -57,6 +105,11 @@ pub struct WriteOptions {
     pub writer: WriterOptions,
     /// Liquid clustering columns of a new table (`CLUSTER BY`).
     pub cluster_by: Vec<String>,
+    /// With [`SaveMode::Overwrite`]: replace only the rows this predicate
+    /// matches (Delta Spark's `replaceWhere`); the data must satisfy it.
+    pub predicate: Option<String>,
+    /// Schema evolution of an existing table.
+    pub schema_mode: Option<SchemaMode>,
 }
 
 impl Default for WriteOptions {
@@ -68,8 +121,73 @@ impl Default for WriteOptions {
             enable_deletion_vectors: true,
             writer: WriterOptions::default(),
             cluster_by: Vec::new(),
+            predicate: None,
+            schema_mode: None,
         }
     }
+}
+
+impl WriteOptions {
+    /// The `operationParameters` Delta Spark's DataFrameWriter records
+    /// besides `mode`: `partitionBy` as the writer gave it, and for schema
+    /// evolution `canMergeSchema` / `canOverwriteSchema` (JSON booleans).
+    fn schema_parameters(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut p = serde_json::Map::new();
+        p.insert(
+            "partitionBy".into(),
+            serde_json::to_string(&self.partition_by)
+                .unwrap_or_default()
+                .into(),
+        );
+        match self.schema_mode {
+            Some(SchemaMode::Merge) => {
+                p.insert("canMergeSchema".into(), true.into());
+            }
+            Some(SchemaMode::Overwrite) => {
+                p.insert("canOverwriteSchema".into(), true.into());
+            }
+            None => {}
+        }
+        p
+    }
+
+    /// Refuse combinations that mean nothing (as Delta Spark refuses them).
+    pub fn validate(&self) -> Result<()> {
+        if self.predicate.is_some() && self.mode != SaveMode::Overwrite {
+            return Err(Error::InvalidArgument(format!(
+                "predicate (replaceWhere) is only allowed with mode=\"overwrite\", not {:?}",
+                self.mode
+            )));
+        }
+        if self.schema_mode == Some(SchemaMode::Overwrite) {
+            if self.mode != SaveMode::Overwrite {
+                return Err(Error::InvalidArgument(format!(
+                    "schema_mode=\"overwrite\" is only allowed with mode=\"overwrite\", not {:?} \
+                     (use schema_mode=\"merge\" to add columns)",
+                    self.mode
+                )));
+            }
+            if self.predicate.is_some() {
+                return Err(Error::InvalidArgument(
+                    "schema_mode=\"overwrite\" cannot be used with a predicate (replaceWhere): \
+                     replacing the schema replaces every row"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a write goes: the layout its data files take, the table's snapshot
+/// (None: the table is created), and the new metadata of a schema change.
+pub struct WriteTarget {
+    pub layout: TableLayout,
+    pub snapshot: Option<Snapshot>,
+    /// Metadata to commit with the data (schema evolution).
+    pub metadata: Option<Metadata>,
+    /// Mode ignore on an existing table: write nothing.
+    pub skip: bool,
 }
 
 /// The table at `store`, if there is one.
@@ -82,12 +200,14 @@ async fn latest(store: &TableStore) -> Result<Option<Snapshot>> {
 }
 
 /// Where data files go and what they must look like: a new table's layout
-/// from `schema`, or the existing table's (with its snapshot).
+/// from `schema`, or the existing table's (with its snapshot), evolved by
+/// `options.schema_mode`.
 pub async fn target(
     store: &TableStore,
     schema: Option<&StructType>,
     options: &WriteOptions,
-) -> Result<(TableLayout, Option<Snapshot>)> {
+) -> Result<WriteTarget> {
+    options.validate()?;
     let existing = latest(store).await?;
     match (options.mode, existing) {
         (SaveMode::ErrorIfExists, Some(s)) => Err(Error::TableExists(format!(
@@ -95,62 +215,150 @@ pub async fn target(
             store.url(),
             s.version()
         ))),
-        (SaveMode::ErrorIfExists, None) => {
+        (SaveMode::Ignore, Some(s)) => Ok(WriteTarget {
+            layout: TableLayout::of_snapshot(&s),
+            snapshot: Some(s),
+            metadata: None,
+            skip: true,
+        }),
+        (mode, None) if mode.creates() => {
             let schema = schema.ok_or_else(|| {
                 Error::InvalidArgument("creating a table needs the data's schema".into())
             })?;
-            let mapped = options
-                .configuration
-                .get(COLUMN_MAPPING_MODE)
-                .is_some_and(|m| !m.eq_ignore_ascii_case("none"));
-            if mapped {
-                return Err(Error::Unsupported(format!(
-                    "creating a table with {COLUMN_MAPPING_MODE} (deltadv does not assign \
-                     physical names; create it with Delta Spark, then append)"
-                )));
-            }
-            let layout = TableLayout::new_table(
-                schema.clone(),
-                options.partition_by.clone(),
-                &options.configuration,
-                options.enable_deletion_vectors,
-            );
-            Ok((layout, None))
+            let layout = new_table_layout(schema, options)?;
+            Ok(WriteTarget {
+                layout,
+                snapshot: None,
+                metadata: None,
+                skip: false,
+            })
         }
-        (SaveMode::Append, None) => Err(Error::NotATable(format!(
+        (_, None) => Err(Error::NotATable(format!(
             "no Delta table at {} to append to",
             store.url()
         ))),
-        (SaveMode::Append, Some(s)) => {
-            let table_parts = &s.metadata().partition_columns;
-            if !options.partition_by.is_empty() && &options.partition_by != table_parts {
-                return Err(Error::InvalidArgument(format!(
-                    "partition_by {:?} differs from the table's partition columns {table_parts:?}",
-                    options.partition_by
-                )));
-            }
-            if !options.cluster_by.is_empty() {
-                let table: Vec<String> = crate::log::features::clustering::clustering_columns(
-                    s.protocol(),
-                    s.domain_metadata(),
-                    s.schema(),
-                    s.column_mapping(),
-                )?
-                .unwrap_or_default()
-                .iter()
-                .map(|c| c.name())
-                .collect();
-                if options.cluster_by != table {
-                    return Err(Error::InvalidArgument(format!(
-                        "cluster_by {:?} differs from the table's clustering columns {table:?}",
-                        options.cluster_by
-                    )));
-                }
-            }
-            check_appendable(&s)?;
-            Ok((TableLayout::of_snapshot(&s), Some(s)))
+        (_, Some(s)) => existing_target(s, schema, options),
+    }
+}
+
+/// The layout of a new table: with column mapping (`delta.columnMapping.mode`
+/// name or id), the schema gets field ids and physical names as Delta Spark
+/// assigns them ([`assign_column_mapping`]) and the configuration
+/// `delta.columnMapping.maxColumnId`.
+fn new_table_layout(schema: &StructType, options: &WriteOptions) -> Result<TableLayout> {
+    let configuration: HashMap<String, Option<String>> = options
+        .configuration
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    let mode = column_mapping_mode(&configuration)?;
+    let mut layout = TableLayout::new_table(
+        schema.clone(),
+        options.partition_by.clone(),
+        &options.configuration,
+        options.enable_deletion_vectors,
+    );
+    if mode != ColumnMappingMode::None {
+        let (mapped, max_id) = assign_column_mapping(schema, 0);
+        layout.schema = mapped;
+        layout.mode = mode;
+        layout
+            .configuration
+            .insert(COLUMN_MAPPING_MAX_ID.to_string(), Some(max_id.to_string()));
+    }
+    Ok(layout)
+}
+
+/// Refuse `cluster_by` on a write to the existing table `s` unless it names
+/// the table's clustering columns.
+fn check_cluster_by(s: &Snapshot, cluster_by: &[String]) -> Result<()> {
+    if cluster_by.is_empty() {
+        return Ok(());
+    }
+    let table: Vec<String> = crate::log::features::clustering::clustering_columns(
+        s.protocol(),
+        s.domain_metadata(),
+        s.schema(),
+        s.column_mapping(),
+    )?
+    .unwrap_or_default()
+    .iter()
+    .map(|c| c.name())
+    .collect();
+    if cluster_by != table.as_slice() {
+        return Err(Error::InvalidArgument(format!(
+            "cluster_by {cluster_by:?} differs from the table's clustering columns {table:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The target of an append or overwrite of the existing table `s`.
+fn existing_target(
+    s: Snapshot,
+    schema: Option<&StructType>,
+    options: &WriteOptions,
+) -> Result<WriteTarget> {
+    let table_parts = &s.metadata().partition_columns;
+    let overwrite_schema = options.schema_mode == Some(SchemaMode::Overwrite);
+    if !overwrite_schema && !options.partition_by.is_empty() && &options.partition_by != table_parts
+    {
+        return Err(Error::InvalidArgument(format!(
+            "partition_by {:?} differs from the table's partition columns {table_parts:?} \
+             (only schema_mode=\"overwrite\" changes the partitioning)",
+            options.partition_by
+        )));
+    }
+    check_cluster_by(&s, &options.cluster_by)?;
+    check_appendable(&s)?;
+    let new_schema = match (options.schema_mode, schema) {
+        (None, _) | (Some(_), None) => None,
+        (Some(SchemaMode::Merge), Some(data)) => merge_schemas(s.schema(), data)?,
+        (Some(SchemaMode::Overwrite), Some(data)) => Some(data.clone()),
+    };
+    // Delta Spark 4.4's overwriteSchema replaces the partitioning by the
+    // writer's partitionBy (none given: unpartitioned).
+    let new_parts = if overwrite_schema {
+        options.partition_by.clone()
+    } else {
+        table_parts.clone()
+    };
+    if new_schema.is_none() && &new_parts == table_parts {
+        return Ok(WriteTarget {
+            layout: TableLayout::of_snapshot(&s),
+            snapshot: Some(s),
+            metadata: None,
+            skip: false,
+        });
+    }
+    let mut metadata = s.metadata().clone();
+    let mut schema = new_schema.unwrap_or_else(|| s.schema().clone());
+    if s.column_mapping() != ColumnMappingMode::None {
+        // New columns get fresh ids and physical names, after the table's
+        // largest id; schema overwrite keeps counting from it too.
+        let (mapped, max_id) =
+            assign_new_column_mapping(s.schema(), &metadata.configuration, &schema);
+        schema = mapped;
+        metadata
+            .configuration
+            .insert(COLUMN_MAPPING_MAX_ID.to_string(), Some(max_id.to_string()));
+    }
+    for column in &new_parts {
+        if schema.field(column).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "partition column {column:?} is not in the new schema"
+            )));
         }
     }
+    metadata.schema_string = schema.to_schema_string();
+    metadata.partition_columns = new_parts;
+    let layout = TableLayout::of(s.protocol(), &metadata)?;
+    Ok(WriteTarget {
+        layout,
+        snapshot: Some(s),
+        metadata: Some(metadata),
+        skip: false,
+    })
 }
 
 fn input_error(e: arrow_schema::ArrowError) -> Error {
@@ -158,8 +366,8 @@ fn input_error(e: arrow_schema::ArrowError) -> Error {
 }
 
 /// The schema a write with `options` describes the data by: the given one;
-/// for a new table without one, the data's; for an append, none (the
-/// table's is used).
+/// for a write that may create the table or evolve its schema, the data's;
+/// for a plain append, none (the table's is used).
 fn data_schema(
     reader_schema: &arrow_schema::Schema,
     schema: Option<&StructType>,
@@ -167,8 +375,8 @@ fn data_schema(
 ) -> Result<Option<StructType>> {
     match (schema, options.mode) {
         (Some(s), _) => Ok(Some(s.clone())),
-        (None, SaveMode::ErrorIfExists) => StructType::from_arrow(reader_schema).map(Some),
-        (None, SaveMode::Append) => Ok(None),
+        (None, SaveMode::Append) if options.schema_mode.is_none() => Ok(None),
+        (None, _) => StructType::from_arrow(reader_schema).map(Some),
     }
 }
 
@@ -180,12 +388,28 @@ async fn write_layout<R: RecordBatchReader>(
     layout: TableLayout,
     options: &WriteOptions,
 ) -> Result<(Vec<Add>, Vec<(String, i64)>)> {
+    // replaceWhere: every new row must satisfy the predicate (Delta Spark's
+    // constraint check, on by default); bound to the layout's schema.
+    let constraint = match &options.predicate {
+        Some(text) => Some(Predicate::new(
+            text,
+            &layout.schema,
+            &layout.partition_columns,
+            ColumnMappingMode::None,
+            Binding::Strict,
+        )?),
+        None => None,
+    };
     let mut writer = DataWriter::try_new(store.clone(), layout, options.writer.clone())?;
     let written = async {
         // The data's schema is checked before anything is written.
         writer.check_schema(&reader.schema())?;
         for batch in reader {
-            writer.write(&batch.map_err(input_error)?).await?;
+            let batch = batch.map_err(input_error)?;
+            if let Some(p) = &constraint {
+                check_replace_where(p, &batch)?;
+            }
+            writer.write(&batch).await?;
         }
         writer.finish().await
     }
@@ -199,6 +423,23 @@ async fn write_layout<R: RecordBatchReader>(
     }
 }
 
+/// Refuse a batch with a row the overwrite predicate does not match (FALSE
+/// or NULL, as Delta Spark's replaceWhere constraint).
+fn check_replace_where(predicate: &Predicate, batch: &arrow_array::RecordBatch) -> Result<()> {
+    use arrow_array::Array;
+    let mask = predicate.evaluate(batch)?;
+    let bad = (0..mask.len()).find(|&i| !(mask.is_valid(i) && mask.value(i)));
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(Error::InvalidArgument(format!(
+            "data written does not match the overwrite predicate (replaceWhere) {:?}: \
+             row {i} of a batch of {} does not satisfy it (nothing was committed)",
+            predicate.text(),
+            batch.num_rows()
+        ))),
+    }
+}
+
 /// Write the batches of `reader` as data files for the table at `store`,
 /// without committing them; their add actions. On a failure the files
 /// written so far are removed.
@@ -209,8 +450,12 @@ pub async fn write_files<R: RecordBatchReader>(
     options: &WriteOptions,
 ) -> Result<Vec<Add>> {
     let schema = data_schema(&reader.schema(), schema, options)?;
-    let (layout, _) = target(store, schema.as_ref(), options).await?;
-    let (adds, marks) = write_layout(store, reader, layout, options).await?;
+    let target = target(store, schema.as_ref(), options).await?;
+    if target.skip {
+        return Ok(Vec::new());
+    }
+    refuse_mapped_create(&target)?;
+    let (adds, marks) = write_layout(store, reader, target.layout, options).await?;
     if let Some((column, _)) = marks.first() {
         // Files committed apart (by commit_files, maybe with other tasks'
         // files) cannot carry the identity high-water mark.
@@ -224,33 +469,64 @@ pub async fn write_files<R: RecordBatchReader>(
     Ok(adds)
 }
 
-/// Commit `adds` to `snapshot`'s table (append) or as a new table (create,
-/// `schema` required); when the commit fails, the files are removed (any the
-/// log references are kept).
+/// Column mapping assigns random physical names: files written by
+/// [`write_files`] for a new table could not be committed by a later
+/// [`commit_files`] with the same names, so such a table is created by
+/// [`write_table`] only.
+fn refuse_mapped_create(target: &WriteTarget) -> Result<()> {
+    if target.snapshot.is_none() && target.layout.mode != ColumnMappingMode::None {
+        return Err(Error::Unsupported(format!(
+            "creating a table with {COLUMN_MAPPING_MODE} = {} by write_files/commit_files: \
+             create it with write_table (which assigns the physical names the files use), \
+             then write_files/commit_files can append",
+            target.layout.mode
+        )));
+    }
+    Ok(())
+}
+
+/// Commit `adds` to the table of `target` (append or overwrite, with its
+/// schema change) or as a new table (create, `schema` required); when the
+/// commit fails, the files are removed (any the log references are kept).
 async fn commit_to(
     store: &TableStore,
-    snapshot: Option<Snapshot>,
+    target: WriteTarget,
     adds: Vec<Add>,
     schema: Option<&StructType>,
     options: &WriteOptions,
 ) -> Result<u64> {
     let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
-    let committed = match snapshot {
-        Some(s) => append_files(&s, adds).await,
-        None => match schema {
-            None => Err(Error::InvalidArgument(
-                "creating a table needs the data's schema".into(),
-            )),
-            Some(schema) => {
-                let create = CreateOptions {
-                    partition_by: options.partition_by.clone(),
-                    configuration: options.configuration.clone(),
-                    enable_deletion_vectors: options.enable_deletion_vectors,
-                    cluster_by: options.cluster_by.clone(),
-                };
-                create_table(store, schema, adds, &create).await
-            }
-        },
+    let committed = match target.snapshot {
+        Some(s) if target.skip => Ok(s.version()),
+        Some(s) if options.mode == SaveMode::Overwrite => {
+            let overwrite = OverwriteOptions {
+                predicate: options.predicate.clone(),
+                metadata: target.metadata,
+                partition_by: options.partition_by.clone(),
+                parameters: options.schema_parameters(),
+            };
+            overwrite_files(&s, adds, &overwrite).await
+        }
+        Some(s) => append_files_with(&s, adds, target.metadata, options.schema_parameters()).await,
+        None if schema.is_none() => Err(Error::InvalidArgument(
+            "creating a table needs the data's schema".into(),
+        )),
+        None => {
+            // The layout's schema and properties: with column mapping, the
+            // ids and physical names the files were written with.
+            let layout = target.layout;
+            let create = CreateOptions {
+                partition_by: options.partition_by.clone(),
+                configuration: layout
+                    .configuration
+                    .into_iter()
+                    .filter_map(|(k, v)| v.map(|v| (k, v)))
+                    .collect(),
+                enable_deletion_vectors: options.enable_deletion_vectors,
+                cluster_by: options.cluster_by.clone(),
+            };
+            create_table(store, &layout.schema, adds, &create).await
+        }
     };
     if committed.is_err() {
         let _ = remove_uncommitted(store, &paths).await;
@@ -259,16 +535,20 @@ async fn commit_to(
 }
 
 /// Commit data files written under the table root (`adds`): create the
-/// table (mode error, `schema` required) or append to it. When the commit
-/// fails, the files are removed (any the log references are kept).
+/// table (`schema` required), append to it or overwrite it, as
+/// `options.mode` says. When the commit fails, the files are removed (any
+/// the log references are kept).
 pub async fn commit_files(
     store: &TableStore,
     adds: Vec<Add>,
     schema: Option<&StructType>,
     options: &WriteOptions,
 ) -> Result<u64> {
-    match target(store, schema, options).await {
-        Ok((_, snapshot)) => commit_to(store, snapshot, adds, schema, options).await,
+    match target(store, schema, options).await.and_then(|t| {
+        refuse_mapped_create(&t)?;
+        Ok(t)
+    }) {
+        Ok(target) => commit_to(store, target, adds, schema, options).await,
         Err(e) => {
             let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
             let _ = remove_uncommitted(store, &paths).await;
@@ -279,28 +559,35 @@ pub async fn commit_files(
 
 /// Write the batches of `reader` and commit them in one go (see
 /// [`write_files`] and [`commit_files`]), with the table's log replayed
-/// once: an append commits on the snapshot the files were written for (the
-/// transaction checks what was committed since). Returns the committed
-/// version.
+/// once: an append or overwrite commits on the snapshot the files were
+/// written for (the transaction checks what was committed since). Mode
+/// ignore on an existing table writes nothing. Returns the committed
+/// version (the table's current one when nothing was written).
 pub async fn write_table<R: RecordBatchReader>(
     store: &TableStore,
     reader: R,
     options: &WriteOptions,
 ) -> Result<u64> {
     let schema = data_schema(&reader.schema(), None, options)?;
-    let (layout, snapshot) = target(store, schema.as_ref(), options).await?;
-    let (adds, marks) = write_layout(store, reader, layout, options).await?;
-    match (&snapshot, marks.is_empty()) {
-        (Some(s), false) => {
-            let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
-            let committed = super::append::append_files_with_identity(s, adds, &marks).await;
-            if committed.is_err() {
-                let _ = remove_uncommitted(store, &paths).await;
-            }
-            committed
-        }
-        _ => commit_to(store, snapshot, adds, schema.as_ref(), options).await,
+    let mut target = target(store, schema.as_ref(), options).await?;
+    if let (true, Some(s)) = (target.skip, &target.snapshot) {
+        return Ok(s.version());
     }
+    let (adds, marks) = write_layout(store, reader, target.layout.clone(), options).await?;
+    if let (false, Some(s)) = (marks.is_empty(), &target.snapshot) {
+        // Identity values handed out: their high-water marks go into the
+        // commit's metadata (a concurrent metadata change then conflicts).
+        let base = target.metadata.as_ref().unwrap_or(s.metadata());
+        match super::data::rules::with_high_water_marks(base, &marks) {
+            Ok(m) => target.metadata = Some(m),
+            Err(e) => {
+                let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+                let _ = remove_files(store, &paths).await;
+                return Err(e);
+            }
+        }
+    }
+    commit_to(store, target, adds, schema.as_ref(), options).await
 }
 
 /// Remove data files (`paths` relative to the root, decoded) that no commit

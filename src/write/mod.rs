@@ -24,7 +24,8 @@
 //! | [`conflict`]      | the pure conflict checker (winning commit + reads/changes → decision) |
 //! | [`commit`]        | commit files: put-if-absent, reading a winning commit back           |
 //! | [`data`]          | Arrow batches → parquet data files + add actions with Delta stats     |
-//! | [`files`], [`create`], [`append`] | writing data files then committing them: new tables, appends |
+//! | [`files`], [`create`], [`append`] | writing data files then committing them: new tables, appends, schema evolution |
+//! | [`overwrite`]     | overwrite commits: every file removed, or the rows of a predicate (replaceWhere) |
 //! | [`dv_files`]      | new DVs: inline or packed into DV files (DELETE, UPDATE, MERGE)       |
 //! | [`row_deletes`]   | rows deleted from files: new DV = old ∪ rows, remove/add pairs, rebases (DELETE, UPDATE, MERGE) |
 //! | [`delete`]        | DELETE: rows found by index or predicate; executor-prepared deletes committed |
@@ -57,6 +58,7 @@ pub mod manifest;
 pub mod merge;
 pub mod metrics;
 pub mod optimize;
+pub mod overwrite;
 pub mod restore;
 pub mod row_deletes;
 pub mod transaction;

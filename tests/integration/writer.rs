@@ -184,17 +184,141 @@ fn an_existing_table_is_not_overwritten_and_append_needs_one() {
 }
 
 #[test]
-fn a_column_mapped_table_is_not_created_without_physical_names() {
+fn a_column_mapped_table_is_created_with_ids_and_physical_names() {
+    for mode in ["name", "id"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let options = WriteOptions {
+            configuration: [("delta.columnMapping.mode".to_string(), mode.to_string())].into(),
+            partition_by: vec!["g".into()],
+            ..Default::default()
+        };
+        let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
+        block_on(write_table(&store, reader, &options))
+            .unwrap()
+            .unwrap();
+        let snapshot = block_on(Snapshot::load(store.clone(), None))
+            .unwrap()
+            .unwrap();
+        let fields = &snapshot.schema().fields;
+        assert_eq!(fields[0].field_id(), Some(1));
+        assert_eq!(fields[1].field_id(), Some(2));
+        let g = fields[1]
+            .physical_name(snapshot.column_mapping())
+            .unwrap()
+            .to_string();
+        assert!(g.starts_with("col-"), "{g}");
+        let config = &snapshot.metadata().configuration;
+        assert_eq!(
+            config["delta.columnMapping.maxColumnId"].as_deref(),
+            Some("2")
+        );
+        let p = snapshot.protocol();
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        assert!(p
+            .reader_features
+            .as_ref()
+            .unwrap()
+            .contains(&"columnMapping".into()));
+        assert!(p
+            .writer_features
+            .as_ref()
+            .unwrap()
+            .contains(&"columnMapping".into()));
+        // Partition values are keyed by the physical name; the rows read back.
+        let files = snapshot.files().unwrap();
+        assert!(files
+            .iter()
+            .all(|f| f.add.partition_values.contains_key(&g)));
+        assert_eq!(ids(&snapshot), vec![0, 1, 2, 3, 4]);
+    }
+}
+
+/// An overwrite reads the whole table: a concurrent DELETE that changed a
+/// file it removes is a conflict (nothing committed); a concurrent blind
+/// append is not (WriteSerializable, as Delta Spark), and its rows stay; a
+/// predicate overwrite cutting a file with DVs rebases over a concurrent
+/// DELETE of other rows of that file.
+#[test]
+fn overwrite_conflicts_as_delta_spark_does() {
+    use deltadv::write::delete::{delete_where, DeleteOptions};
+    use deltadv::write::files::write_files;
+    use deltadv::write::overwrite::{overwrite_files, OverwriteOptions};
+
     let dir = tempfile::tempdir().unwrap();
     let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-    let options = WriteOptions {
-        configuration: [("delta.columnMapping.mode".to_string(), "name".to_string())].into(),
+    let reader = RecordBatchIterator::new([Ok(batch(0..20))], schema());
+    block_on(write_table(&store, reader, &WriteOptions::default()))
+        .unwrap()
+        .unwrap();
+    let overwrite = WriteOptions {
+        mode: SaveMode::Overwrite,
         ..Default::default()
     };
-    let reader = RecordBatchIterator::new([Ok(batch(0..5))], schema());
-    let err = block_on(write_table(&store, reader, &options))
+    let load = || {
+        block_on(Snapshot::load(store.clone(), None))
+            .unwrap()
+            .unwrap()
+    };
+    let new_files = || {
+        let reader = RecordBatchIterator::new([Ok(batch(100..105))], schema());
+        block_on(write_files(&store, reader, None, &overwrite))
+            .unwrap()
+            .unwrap()
+    };
+
+    // A concurrent DELETE of a file the overwrite removes: conflict.
+    let read = load();
+    let adds = new_files();
+    block_on(delete_where(
+        &load(),
+        Some("id < 3"),
+        &DeleteOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    let err = block_on(overwrite_files(&read, adds, &OverwriteOptions::default()))
         .unwrap()
         .unwrap_err();
-    assert!(matches!(err, deltadv::Error::Unsupported(_)), "{err}");
-    assert_eq!(data_files(dir.path()), 0);
+    assert!(matches!(err, deltadv::Error::Conflict { .. }), "{err}");
+    assert_eq!(load().version(), 1);
+
+    // A concurrent blind append: the overwrite proceeds, the appended rows stay.
+    let read = load();
+    let adds = new_files();
+    let append = WriteOptions {
+        mode: SaveMode::Append,
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new([Ok(batch(50..52))], schema());
+    block_on(write_table(&store, reader, &append))
+        .unwrap()
+        .unwrap();
+    let v = block_on(overwrite_files(&read, adds, &OverwriteOptions::default()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, 3);
+    assert_eq!(ids(&load()), vec![50, 51, 100, 101, 102, 103, 104]);
+
+    // replaceWhere cutting a file with a DV, racing a DELETE of other rows.
+    let read = load();
+    let reader = RecordBatchIterator::new([Ok(batch(100..101))], schema());
+    let adds = block_on(write_files(&store, reader, None, &overwrite))
+        .unwrap()
+        .unwrap();
+    block_on(delete_where(
+        &load(),
+        Some("id = 104"),
+        &DeleteOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    let options = OverwriteOptions {
+        predicate: Some("id <= 101".into()),
+        ..Default::default()
+    };
+    block_on(overwrite_files(&read, adds, &options))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ids(&load()), vec![100, 102, 103]);
 }

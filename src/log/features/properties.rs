@@ -102,6 +102,8 @@ pub const CONSTRAINTS_PREFIX: &str = "delta.constraints.";
 pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
 /// Column metadata key holding a column's id.
 pub const COLUMN_ID_KEY: &str = "delta.columnMapping.id";
+/// Table property: the largest `delta.columnMapping.id` ever assigned.
+pub const COLUMN_MAPPING_MAX_ID: &str = "delta.columnMapping.maxColumnId";
 /// Column metadata key holding the ids of nested array/map slots.
 pub const NESTED_IDS_KEY: &str = "delta.columnMapping.nested.ids";
 /// Column metadata key holding a column's type change history.

@@ -103,6 +103,13 @@ pub fn new_table_protocol(
     if schema.has_timestamp_ntz() {
         reader.push("timestampNtz".to_string());
     }
+    // Column mapping (name or id): reader 2 / writer 5 alone, as Delta Spark
+    // gives it; the columnMapping feature in both lists with other features.
+    let mapped = crate::log::schema::column_mapping_mode(configuration)
+        .is_ok_and(|m| m != crate::log::schema::ColumnMappingMode::None);
+    if mapped {
+        reader.push("columnMapping".to_string());
+    }
     let mut writer_only = Vec::new();
     if configured_true(configuration, ENABLE_IN_COMMIT_TIMESTAMPS) {
         writer_only.push("inCommitTimestamp".to_string());
@@ -113,6 +120,14 @@ pub fn new_table_protocol(
     }
     if configured_true(configuration, ENABLE_CHANGE_DATA_FEED) {
         writer_only.push("changeDataFeed".to_string());
+    }
+    if mapped && reader.len() == 1 && writer_only.is_empty() {
+        return Protocol {
+            min_reader_version: 2,
+            min_writer_version: 5,
+            reader_features: None,
+            writer_features: None,
+        };
     }
     if reader.is_empty() && writer_only.is_empty() {
         return Protocol {

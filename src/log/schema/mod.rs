@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 // The column mapping mode is a table property; its type lives with the keys.
 pub use crate::log::features::properties::ColumnMappingMode;
 use crate::log::features::properties::{
-    TableProperties, COLUMN_ID_KEY, NESTED_IDS_KEY, PHYSICAL_NAME_KEY,
+    TableProperties, COLUMN_ID_KEY, COLUMN_MAPPING_MAX_ID, NESTED_IDS_KEY, PHYSICAL_NAME_KEY,
 };
 
 /// Marks an [`StructField::internal`] column (never written to a schema in
@@ -435,6 +435,24 @@ fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a s
 // ---------------------------------------------------------------------------
 
 impl StructType {
+    /// The largest `delta.columnMapping.id` of any field, nested ones
+    /// included (0 when none has one).
+    pub fn max_field_id(&self) -> i64 {
+        fn of_type(t: &DataType) -> i64 {
+            match t {
+                DataType::Struct(s) => s.max_field_id(),
+                DataType::Array { element, .. } => of_type(element),
+                DataType::Map { key, value, .. } => of_type(key).max(of_type(value)),
+                _ => 0,
+            }
+        }
+        self.fields
+            .iter()
+            .map(|f| f.field_id().unwrap_or(0).max(of_type(&f.data_type)))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A struct with these fields.
     pub fn new(fields: Vec<StructField>) -> Self {
         StructType { fields }
@@ -577,6 +595,153 @@ fn json_int(v: &Value) -> Option<i64> {
 
 mod arrow;
 mod partition;
+
+/// Column mapping as Delta Spark assigns it: every struct field (nested ones,
+/// and those of structs inside arrays and maps, in pre-order: a parent
+/// before its children) lacking a `delta.columnMapping.id` gets the next id
+/// after `max_column_id`, and one lacking a
+/// `delta.columnMapping.physicalName` gets `col-<uuid>`. Returns the schema
+/// and the new largest id (`delta.columnMapping.maxColumnId`). A new table
+/// starts at 0; schema evolution continues from the table's maxColumnId.
+pub fn assign_column_mapping(schema: &StructType, max_column_id: i64) -> (StructType, i64) {
+    fn walk_type(t: &DataType, next: &mut i64) -> DataType {
+        match t {
+            DataType::Struct(s) => DataType::Struct(walk_struct(s, next)),
+            DataType::Array {
+                element,
+                contains_null,
+            } => DataType::Array {
+                element: Box::new(walk_type(element, next)),
+                contains_null: *contains_null,
+            },
+            DataType::Map {
+                key,
+                value,
+                value_contains_null,
+            } => DataType::Map {
+                key: Box::new(walk_type(key, next)),
+                value: Box::new(walk_type(value, next)),
+                value_contains_null: *value_contains_null,
+            },
+            other => other.clone(),
+        }
+    }
+    fn walk_struct(s: &StructType, next: &mut i64) -> StructType {
+        let mut out = StructType::default();
+        for f in &s.fields {
+            let mut field = f.clone();
+            if field.field_id().is_none() {
+                *next += 1;
+                field
+                    .metadata
+                    .insert(COLUMN_ID_KEY.into(), Value::from(*next));
+            }
+            if !matches!(field.metadata.get(PHYSICAL_NAME_KEY), Some(Value::String(p)) if !p.is_empty())
+            {
+                field.metadata.insert(
+                    PHYSICAL_NAME_KEY.into(),
+                    Value::from(format!("col-{}", uuid::Uuid::new_v4())),
+                );
+            }
+            field.data_type = walk_type(&f.data_type, next);
+            out.fields.push(field);
+        }
+        out
+    }
+    let mut next = max_column_id;
+    let mapped = walk_struct(schema, &mut next);
+    (mapped, next)
+}
+
+/// Schema evolution of a column-mapped table whose schema is `table` and
+/// properties `configuration`: the fields of `evolved` without an id or
+/// physical name get fresh ones after the table's
+/// `delta.columnMapping.maxColumnId` (or its largest field id, if larger).
+/// Returns the schema and the new maxColumnId to record.
+pub fn assign_new_column_mapping(
+    table: &StructType,
+    configuration: &HashMap<String, Option<String>>,
+    evolved: &StructType,
+) -> (StructType, i64) {
+    let max = TableProperties::new(configuration)
+        .get(COLUMN_MAPPING_MAX_ID)
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0)
+        .max(table.max_field_id());
+    assign_column_mapping(evolved, max)
+}
+
+/// Schema evolution by merge (`schema_mode="merge"`, Delta Spark's
+/// `mergeSchema`): the table's schema with the columns of `data` it lacks
+/// appended, as nullable, at every struct level (names compared
+/// case-insensitively, as Delta does). Existing columns keep their name,
+/// type and metadata; a column whose type differs (other than by a nested
+/// struct gaining fields) is refused: Delta changes types only with type
+/// widening, which this merge does not do. `None` when nothing is added.
+pub fn merge_schemas(table: &StructType, data: &StructType) -> Result<Option<StructType>> {
+    let merged = merge_struct(table, data, "")?;
+    Ok((merged != *table).then_some(merged))
+}
+
+fn merge_struct(table: &StructType, data: &StructType, prefix: &str) -> Result<StructType> {
+    let mut out = table.clone();
+    for incoming in &data.fields {
+        let path = format!("{prefix}{}", incoming.name);
+        match out
+            .fields
+            .iter_mut()
+            .find(|f| f.name.eq_ignore_ascii_case(&incoming.name))
+        {
+            Some(existing) => {
+                existing.data_type = merge_type(&existing.data_type, &incoming.data_type, &path)?;
+            }
+            None => out.fields.push(StructField {
+                name: incoming.name.clone(),
+                data_type: incoming.data_type.clone(),
+                nullable: true,
+                metadata: Map::new(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+fn merge_type(table: &DataType, data: &DataType, path: &str) -> Result<DataType> {
+    match (table, data) {
+        (DataType::Struct(t), DataType::Struct(d)) => {
+            Ok(DataType::Struct(merge_struct(t, d, &format!("{path}."))?))
+        }
+        (
+            DataType::Array {
+                element: t,
+                contains_null,
+            },
+            DataType::Array { element: d, .. },
+        ) => Ok(DataType::Array {
+            element: Box::new(merge_type(t, d, &format!("{path}.element"))?),
+            contains_null: *contains_null,
+        }),
+        (
+            DataType::Map {
+                key: tk,
+                value: tv,
+                value_contains_null,
+            },
+            DataType::Map {
+                key: dk, value: dv, ..
+            },
+        ) => Ok(DataType::Map {
+            key: Box::new(merge_type(tk, dk, &format!("{path}.key"))?),
+            value: Box::new(merge_type(tv, dv, &format!("{path}.value"))?),
+            value_contains_null: *value_contains_null,
+        }),
+        (t, d) if t == d => Ok(t.clone()),
+        (t, d) => Err(Error::InvalidArgument(format!(
+            "schema merge: column '{path}' is {t} in the table and {d} in the data \
+             (merging adds columns; it does not change a column's type)"
+        ))),
+    }
+}
 
 pub use self::arrow::{
     from_arrow_type, to_arrow_type, variant_arrow_type, VARIANT_METADATA, VARIANT_VALUE,
@@ -1113,5 +1278,187 @@ mod tests {
                 Err(Error::Unsupported(_))
             ));
         }
+    }
+
+    fn field(name: &str, data_type: DataType, nullable: bool) -> StructField {
+        StructField {
+            name: name.into(),
+            data_type,
+            nullable,
+            metadata: Map::new(),
+        }
+    }
+
+    #[test]
+    fn merge_adds_new_columns_nullable_at_every_level() {
+        let mut meta = Map::new();
+        meta.insert("comment".into(), Value::from("kept"));
+        let table = StructType {
+            fields: vec![
+                StructField {
+                    metadata: meta,
+                    ..field("id", DataType::Long, false)
+                },
+                field(
+                    "s",
+                    DataType::Struct(StructType {
+                        fields: vec![field("a", DataType::Integer, true)],
+                    }),
+                    true,
+                ),
+            ],
+        };
+        let data = StructType {
+            fields: vec![
+                field("ID", DataType::Long, true),
+                field(
+                    "s",
+                    DataType::Struct(StructType {
+                        fields: vec![
+                            field("b", DataType::String, false),
+                            field("a", DataType::Integer, true),
+                        ],
+                    }),
+                    true,
+                ),
+                field("new", DataType::Double, false),
+            ],
+        };
+        let merged = merge_schemas(&table, &data).unwrap().unwrap();
+        let names: Vec<&str> = merged.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["id", "s", "new"]);
+        // Existing columns keep their name, nullability and metadata.
+        assert_eq!(merged.fields[0], table.fields[0]);
+        assert!(merged.fields[2].nullable);
+        let DataType::Struct(inner) = &merged.fields[1].data_type else {
+            panic!("s is not a struct")
+        };
+        assert_eq!(
+            inner.fields,
+            vec![
+                field("a", DataType::Integer, true),
+                field("b", DataType::String, true)
+            ]
+        );
+        // Nothing new: no change.
+        assert_eq!(merge_schemas(&merged, &data).unwrap(), None);
+        assert_eq!(merge_schemas(&table, &StructType::default()).unwrap(), None);
+    }
+
+    #[test]
+    fn merge_refuses_type_changes_naming_the_column() {
+        let table = StructType {
+            fields: vec![field(
+                "s",
+                DataType::Struct(StructType {
+                    fields: vec![field("a", DataType::Integer, true)],
+                }),
+                true,
+            )],
+        };
+        let data = StructType {
+            fields: vec![field(
+                "s",
+                DataType::Struct(StructType {
+                    fields: vec![field("a", DataType::Long, true)],
+                }),
+                true,
+            )],
+        };
+        let err = merge_schemas(&table, &data).unwrap_err().to_string();
+        assert!(
+            err.contains("'s.a' is integer in the table and long"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn column_mapping_is_assigned_in_pre_order_as_delta_spark() {
+        // a, s<x, y<q>>, arr<struct<z>>, m<string, struct<w>>, b: Delta Spark 4.4
+        // gives a=1 s=2 x=3 y=4 q=5 arr=6 z=7 m=8 w=9 b=10, maxColumnId 10.
+        let st = |fields: Vec<StructField>| DataType::Struct(StructType { fields });
+        let schema = StructType {
+            fields: vec![
+                field("a", DataType::Long, true),
+                field(
+                    "s",
+                    st(vec![
+                        field("x", DataType::Integer, true),
+                        field("y", st(vec![field("q", DataType::String, true)]), true),
+                    ]),
+                    true,
+                ),
+                field(
+                    "arr",
+                    DataType::Array {
+                        element: Box::new(st(vec![field("z", DataType::Integer, true)])),
+                        contains_null: true,
+                    },
+                    true,
+                ),
+                field(
+                    "m",
+                    DataType::Map {
+                        key: Box::new(DataType::String),
+                        value: Box::new(st(vec![field("w", DataType::Integer, true)])),
+                        value_contains_null: true,
+                    },
+                    true,
+                ),
+                field("b", DataType::String, true),
+            ],
+        };
+        let (mapped, max) = assign_column_mapping(&schema, 0);
+        assert_eq!(max, 10);
+        let mut seen = Vec::new();
+        fn collect(t: &DataType, seen: &mut Vec<(String, i64, String)>) {
+            match t {
+                DataType::Struct(s) => {
+                    for f in &s.fields {
+                        let p = f
+                            .physical_name(ColumnMappingMode::Name)
+                            .unwrap()
+                            .to_string();
+                        seen.push((f.name.clone(), f.field_id().unwrap(), p));
+                        collect(&f.data_type, seen);
+                    }
+                }
+                DataType::Array { element, .. } => collect(element, seen),
+                DataType::Map { key, value, .. } => {
+                    collect(key, seen);
+                    collect(value, seen);
+                }
+                _ => {}
+            }
+        }
+        collect(&DataType::Struct(mapped.clone()), &mut seen);
+        let order: Vec<(&str, i64)> = seen.iter().map(|(n, i, _)| (n.as_str(), *i)).collect();
+        assert_eq!(
+            order,
+            [
+                ("a", 1),
+                ("s", 2),
+                ("x", 3),
+                ("y", 4),
+                ("q", 5),
+                ("arr", 6),
+                ("z", 7),
+                ("m", 8),
+                ("w", 9),
+                ("b", 10)
+            ]
+        );
+        let names: HashSet<&str> = seen.iter().map(|(_, _, p)| p.as_str()).collect();
+        assert_eq!(names.len(), 10);
+        assert!(seen
+            .iter()
+            .all(|(_, _, p)| p.starts_with("col-") && p.len() == 40));
+        // Evolution: only a new field gets an id, after the table's max.
+        let mut evolved = mapped.clone();
+        evolved.fields.push(field("c", DataType::Long, true));
+        let (evolved, max) = assign_column_mapping(&evolved, 10);
+        assert_eq!(max, 11);
+        assert_eq!(evolved.fields[..5], mapped.fields[..]);
+        assert_eq!(evolved.fields[5].field_id(), Some(11));
     }
 }

@@ -291,14 +291,18 @@ pub fn evolved_metadata(
         return Ok(None);
     }
     let names: Vec<String> = new.iter().map(|f| f.name.clone()).collect();
+    let mut evolved = StructType::new(table.fields.iter().cloned().chain(new).collect());
+    let mut metadata = snapshot.metadata().clone();
     if snapshot.column_mapping() != ColumnMappingMode::None {
-        return Err(Error::Unsupported(format!(
-            "MERGE schema evolution on a column-mapped table (new columns {}): not supported \
-             yet; add the columns with Delta Spark (ALTER TABLE ADD COLUMNS) first",
-            names.join(", ")
-        )));
+        // New columns get fresh ids and physical names, as Delta Spark's.
+        let (mapped, max_id) =
+            crate::log::schema::assign_new_column_mapping(table, &metadata.configuration, &evolved);
+        evolved = mapped;
+        metadata.configuration.insert(
+            crate::log::features::properties::COLUMN_MAPPING_MAX_ID.to_string(),
+            Some(max_id.to_string()),
+        );
     }
-    let evolved = StructType::new(table.fields.iter().cloned().chain(new).collect());
     if evolved.has_timestamp_ntz() && !table.has_timestamp_ntz() {
         return Err(Error::Unsupported(format!(
             "MERGE schema evolution would add a timestamp_ntz column ({}), which needs the \
@@ -306,7 +310,6 @@ pub fn evolved_metadata(
             names.join(", ")
         )));
     }
-    let mut metadata = snapshot.metadata().clone();
     metadata.schema_string = evolved.to_schema_string();
     Ok(Some((evolved, metadata)))
 }
