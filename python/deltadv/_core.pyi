@@ -291,6 +291,7 @@ class RawDeltaTable:
         with_metadata: bool = False,
         filter_json: str | None = None,
         prefetch_files: int = ...,
+        row_tracking: bool = False,
     ) -> BatchReader: ...
     def delete_rows(
         self,

@@ -389,6 +389,7 @@ class DeltaTable:
         filter: Filter | None = None,
         *,
         prefetch_files: int = DEFAULT_PREFETCH_FILES,
+        with_row_tracking: bool = False,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -407,17 +408,32 @@ class DeltaTable:
         deep), so memory stays bounded whatever the table's size. Errors (a
         missing data file, a corrupt DV) are raised as deltadv's typed
         exceptions by the read that meets them.
+
+        ``with_row_tracking`` (tables with row tracking) adds each row's
+        ``_row_id`` and ``_row_commit_version`` (int64): the values Delta Spark
+        shows as ``_metadata.row_id`` and ``_metadata.row_commit_version``, which
+        stay with a row through UPDATE, MERGE, PURGE and OPTIMIZE.
         """
         check_str_list("columns", columns)
+        check_args(
+            {"with_row_tracking": (with_row_tracking, bool, False)},
+            where="scan",
+        )
         sql, tree = _filter_args(filter)
-        return _reader(self._raw.scan(columns, sql, False, tree, _prefetch(prefetch_files)))
+        return _reader(
+            self._raw.scan(columns, sql, False, tree, _prefetch(prefetch_files), with_row_tracking)
+        )
 
     def to_pyarrow_table(
-        self, columns: list[str] | None = None, filter: Filter | None = None
+        self,
+        columns: list[str] | None = None,
+        filter: Filter | None = None,
+        *,
+        with_row_tracking: bool = False,
     ) -> pa.Table:
-        """The table's rows (DVs applied) as a pyarrow Table (``filter``: see :meth:`scan`),
-        as deltalake's ``to_pyarrow_table``."""
-        return self.scan(columns, filter).read_all()
+        """The table's rows (DVs applied) as a pyarrow Table (``filter``,
+        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``."""
+        return self.scan(columns, filter, with_row_tracking=with_row_tracking).read_all()
 
     def to_pyarrow(
         self, columns: list[str] | None = None, filter: Filter | None = None

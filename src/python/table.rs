@@ -210,7 +210,10 @@ impl RawDeltaTable {
     /// they are pulled with up to `prefetch_files` files read ahead; with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES))]
+    /// With `row_tracking`, each row's `_row_id` and `_row_commit_version`
+    /// too (tables that track rows).
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false))]
+    #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
         py: Python<'_>,
@@ -219,12 +222,16 @@ impl RawDeltaTable {
         with_metadata: bool,
         filter_json: Option<String>,
         prefetch_files: usize,
+        row_tracking: bool,
     ) -> PyResult<BatchReader> {
         let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
         let (schema, stream) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
                 spec.with_metadata_columns = with_metadata;
+                if row_tracking {
+                    spec.row_tracking = Some(crate::scan::RowTrackingColumns::of(&self.snapshot)?);
+                }
                 let schema = spec.output_schema()?;
                 if let Some(filter) = filter {
                     spec.filter = Some(Arc::new(crate::expr::Predicate::bind(

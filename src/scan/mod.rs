@@ -49,6 +49,44 @@ use crate::table::snapshot::Snapshot;
 pub const ROW_INDEX_COLUMN: &str = "_row_index";
 /// Name of the optional metadata column with each row's data file path.
 pub const FILE_PATH_COLUMN: &str = "_file_path";
+/// Name of the optional row tracking column with each row's stable id (int64,
+/// Delta Spark's `_metadata.row_id`).
+pub const ROW_ID_COLUMN: &str = "_row_id";
+/// Name of the optional row tracking column with the version that last
+/// changed each row (int64, Delta Spark's `_metadata.row_commit_version`).
+pub const ROW_COMMIT_VERSION_COLUMN: &str = "_row_commit_version";
+
+/// Where a table that tracks rows keeps them: the hidden columns rewritten
+/// files materialize row ids and commit versions in
+/// (`delta.rowTracking.materialized…ColumnName`; None when not named).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowTrackingColumns {
+    pub row_id: Option<String>,
+    pub row_commit_version: Option<String>,
+}
+
+impl RowTrackingColumns {
+    /// Those of the table of `snapshot`; an error when its protocol does not
+    /// support row tracking (its rows have no ids to read).
+    pub fn of(snapshot: &Snapshot) -> Result<RowTrackingColumns> {
+        if !crate::log::features::is_supported(snapshot.protocol(), "rowTracking") {
+            return Err(Error::InvalidArgument(format!(
+                "the table does not track rows (its protocol lacks the rowTracking feature; \
+                 create it with {}=true): no {ROW_ID_COLUMN} / {ROW_COMMIT_VERSION_COLUMN} to read",
+                crate::log::features::ENABLE_ROW_TRACKING
+            )));
+        }
+        let properties = crate::log::features::properties::TableProperties::of(snapshot.metadata());
+        let (row_id, row_commit_version) = match properties.materialized_row_tracking_columns() {
+            Some((id, version)) => (Some(id.to_string()), Some(version.to_string())),
+            None => (None, None),
+        };
+        Ok(RowTrackingColumns {
+            row_id,
+            row_commit_version,
+        })
+    }
+}
 
 /// One data file to read (or a row-group range of it).
 #[derive(Debug, Clone)]
@@ -60,6 +98,10 @@ pub struct ScanFile {
     pub deletion_vector: Option<DeletionVectorDescriptor>,
     /// Row groups to read (all when `None`).
     pub row_groups: Option<Vec<usize>>,
+    /// The file's `baseRowId` (row tracking).
+    pub base_row_id: Option<i64>,
+    /// The file's `defaultRowCommitVersion` (row tracking).
+    pub default_row_commit_version: Option<i64>,
 }
 
 impl ScanFile {
@@ -72,6 +114,8 @@ impl ScanFile {
             partition_values: add.partition_values.clone(),
             deletion_vector: add.deletion_vector.clone(),
             row_groups: None,
+            base_row_id: add.base_row_id,
+            default_row_commit_version: add.default_row_commit_version,
         }
     }
 }
@@ -91,6 +135,11 @@ pub struct ScanSpec {
     /// Also drop the rows it does not match (exact filtering); otherwise the
     /// caller (Spark) applies the filter itself.
     pub filter_rows: bool,
+    /// Add `_row_id` and `_row_commit_version` ([`ROW_ID_COLUMN`],
+    /// [`ROW_COMMIT_VERSION_COLUMN`]): a materialized value where the file
+    /// has one, else the file's `baseRowId` + the row's physical index and
+    /// its `defaultRowCommitVersion`, as Delta Spark's `_metadata` shows them.
+    pub row_tracking: Option<RowTrackingColumns>,
 }
 
 impl ScanSpec {
@@ -103,7 +152,16 @@ impl ScanSpec {
             with_metadata_columns: false,
             filter: None,
             filter_rows: false,
+            row_tracking: None,
         }
+    }
+
+    /// Whether `name` is one of the metadata or row tracking columns this
+    /// scan adds (not a table column).
+    pub fn is_added_column(&self, name: &str) -> bool {
+        (self.with_metadata_columns && (name == ROW_INDEX_COLUMN || name == FILE_PATH_COLUMN))
+            || (self.row_tracking.is_some()
+                && (name == ROW_ID_COLUMN || name == ROW_COMMIT_VERSION_COLUMN))
     }
 
     /// The output schema: the requested logical columns (table order when
@@ -129,6 +187,10 @@ impl ScanSpec {
             fields.push(Field::new(ROW_INDEX_COLUMN, DataType::Int64, false));
             fields.push(Field::new(FILE_PATH_COLUMN, DataType::Utf8, false));
         }
+        if self.row_tracking.is_some() {
+            fields.push(Field::new(ROW_ID_COLUMN, DataType::Int64, true));
+            fields.push(Field::new(ROW_COMMIT_VERSION_COLUMN, DataType::Int64, true));
+        }
         Ok(Arc::new(Schema::new(fields)))
     }
 }
@@ -153,6 +215,8 @@ pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanF
             partition_values: f.add.partition_values,
             deletion_vector: f.add.deletion_vector,
             row_groups: None,
+            base_row_id: f.add.base_row_id,
+            default_row_commit_version: f.add.default_row_commit_version,
             path: f.path,
         })
         .collect())
@@ -288,6 +352,8 @@ pub async fn load_metadata_for(
         partition_values: HashMap::new(),
         deletion_vector: None,
         row_groups: None,
+        base_row_id: None,
+        default_row_commit_version: None,
     };
     load_metadata(store, &file).await
 }
@@ -562,9 +628,7 @@ pub async fn stream_file(
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .filter(|n| {
-            !(spec.with_metadata_columns && (n == ROW_INDEX_COLUMN || n == FILE_PATH_COLUMN))
-        })
+        .filter(|n| !spec.is_added_column(n))
         .collect();
     for c in filter.columns() {
         if let Some(root) = c.logical.first() {
@@ -678,11 +742,19 @@ async fn stream_file_columns(
     let mut sources: Vec<Source> = Vec::new();
     for field in out_schema.fields() {
         let name = field.name();
-        if spec.with_metadata_columns && (name == ROW_INDEX_COLUMN || name == FILE_PATH_COLUMN) {
-            sources.push(if name == ROW_INDEX_COLUMN {
-                Source::RowIndex
-            } else {
-                Source::FilePath
+        if spec.is_added_column(name) {
+            let tracking = spec.row_tracking.clone().unwrap_or_default();
+            // A materialized column the file holds: read it too.
+            let mut materialized = |column: Option<String>| {
+                let i = column.and_then(|c| file_schema.index_of(&c).ok())?;
+                wanted_roots.push(i);
+                file_schema.fields().get(i).map(|f| f.name().clone())
+            };
+            sources.push(match name.as_str() {
+                ROW_INDEX_COLUMN => Source::RowIndex,
+                FILE_PATH_COLUMN => Source::FilePath,
+                ROW_ID_COLUMN => Source::RowId(materialized(tracking.row_id)),
+                _ => Source::RowCommitVersion(materialized(tracking.row_commit_version)),
             });
             continue;
         }
@@ -810,17 +882,19 @@ impl BatchShape {
                     let values = vec![raw.as_deref(); n];
                     schema::partition_array(name, &delta.data_type, &values)?
                 }
-                Source::RowIndex => {
-                    let rows = runs.iter().flat_map(|&(start, len)| start..start + len);
-                    let index = |i: u64| i64::try_from(i).unwrap_or(i64::MAX);
-                    Arc::new(match &keep {
-                        Some(keep) => Int64Array::from_iter_values(
-                            rows.zip(keep.values().iter())
-                                .filter(|(_, k)| *k)
-                                .map(|(i, _)| index(i)),
-                        ),
-                        None => Int64Array::from_iter_values(rows.map(index)),
-                    })
+                Source::RowIndex => Arc::new(row_indexes(&runs, keep.as_ref())),
+                Source::RowId(materialized) => {
+                    let base = file.base_row_id;
+                    let fill = row_indexes(&runs, keep.as_ref())
+                        .values()
+                        .iter()
+                        .map(|i| base.map(|b| b.saturating_add(*i)))
+                        .collect::<Int64Array>();
+                    materialized_or(&batch, materialized.as_deref(), fill, &file.path)?
+                }
+                Source::RowCommitVersion(materialized) => {
+                    let fill = Int64Array::from(vec![file.default_row_commit_version; n]);
+                    materialized_or(&batch, materialized.as_deref(), fill, &file.path)?
                 }
                 Source::FilePath => match &self.path_column {
                     Some(a) if a.len() >= n => a.slice(0, n),
@@ -844,12 +918,58 @@ impl BatchShape {
     }
 }
 
+/// The physical indexes of the rows `runs` read, less those `keep` drops.
+fn row_indexes(runs: &[(u64, u64)], keep: Option<&arrow_array::BooleanArray>) -> Int64Array {
+    let rows = runs.iter().flat_map(|&(start, len)| start..start + len);
+    let index = |i: u64| i64::try_from(i).unwrap_or(i64::MAX);
+    match keep {
+        Some(keep) => Int64Array::from_iter_values(
+            rows.zip(keep.values().iter())
+                .filter(|(_, k)| *k)
+                .map(|(i, _)| index(i)),
+        ),
+        None => Int64Array::from_iter_values(rows.map(index)),
+    }
+}
+
+/// A row tracking column: the file's materialized values (column
+/// `materialized` of `batch`, when the file has it) where not null, else
+/// `fill`.
+fn materialized_or(
+    batch: &RecordBatch,
+    materialized: Option<&str>,
+    fill: Int64Array,
+    path: &str,
+) -> Result<ArrayRef> {
+    let Some(name) = materialized else {
+        return Ok(Arc::new(fill));
+    };
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| parquet_error(path, format!("column {name} vanished")))?;
+    let column = arrow_cast::cast(column, &DataType::Int64).map_err(|e| parquet_error(path, e))?;
+    let values = column
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .ok_or_else(|| parquet_error(path, format!("column {name} is not int64")))?;
+    let merged: Int64Array = values
+        .iter()
+        .zip(fill.iter())
+        .map(|(m, f)| m.or(f))
+        .collect();
+    Ok(Arc::new(merged))
+}
+
 enum Source {
     File(String),
     Missing,
     Partition(String),
     RowIndex,
     FilePath,
+    /// The row id, from this materialized column of the file if any.
+    RowId(Option<String>),
+    /// The row commit version, from this materialized column if any.
+    RowCommitVersion(Option<String>),
 }
 
 /// Deleted runs at least this long are skipped by the parquet reader (as

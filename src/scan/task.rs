@@ -152,6 +152,7 @@ impl ScanTask {
             with_metadata_columns: self.with_metadata,
             filter,
             filter_rows: self.filter_rows,
+            row_tracking: None,
         })
     }
 
@@ -171,6 +172,8 @@ impl ScanTask {
             partition_values: self.partition_values.clone(),
             deletion_vector: self.deletion_vector.clone(),
             row_groups: self.row_groups.clone(),
+            base_row_id: None,
+            default_row_commit_version: None,
         };
         let spec = self.spec()?;
         let Some(change) = &self.change else {

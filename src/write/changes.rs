@@ -238,6 +238,7 @@ async fn read_materialized(
         with_metadata_columns: false,
         filter: None,
         filter_rows: false,
+        row_tracking: None,
     };
     let file = scan::ScanFile {
         path: key.to_string(),
@@ -245,6 +246,8 @@ async fn read_materialized(
         partition_values: Default::default(),
         deletion_vector: None,
         row_groups: None,
+        base_row_id: add.base_row_id,
+        default_row_commit_version: add.default_row_commit_version,
     };
     let batches: Vec<RecordBatch> =
         scan::stream_file(store, &spec, &file, DeletedRows::Known(None))
@@ -490,6 +493,7 @@ impl ChangeWriter {
             with_metadata_columns: true,
             filter: None,
             filter_rows: false,
+            row_tracking: None,
         };
         let table_columns: Vec<usize> = (0..cd.layout.schema.fields.len()).collect();
         for (key, rows) in &self.rows {
@@ -502,6 +506,8 @@ impl ChangeWriter {
                 partition_values: add.partition_values.clone(),
                 deletion_vector: None,
                 row_groups: None,
+                base_row_id: add.base_row_id,
+                default_row_commit_version: add.default_row_commit_version,
             };
             let mut batches = scan::stream_file(
                 &self.store,

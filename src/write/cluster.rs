@@ -328,6 +328,7 @@ pub async fn rewrite(
         with_metadata_columns: tracking.is_some(),
         filter: None,
         filter_rows: false,
+        row_tracking: None,
     });
     // 1. Every file's live rows, read a few files at a time.
     let batches: Vec<RecordBatch> = futures::stream::iter(task.bin.files.clone())
@@ -341,6 +342,8 @@ pub async fn rewrite(
                     partition_values: add.partition_values.clone(),
                     deletion_vector: add.deletion_vector.clone(),
                     row_groups: None,
+                    base_row_id: add.base_row_id,
+                    default_row_commit_version: add.default_row_commit_version,
                 };
                 let read: Vec<RecordBatch> =
                     scan::read_ahead(store.clone(), spec, file, DeletedRows::Load)

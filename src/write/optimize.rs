@@ -387,6 +387,7 @@ impl CompactTask {
             with_metadata_columns: tracking.is_some(),
             filter: None,
             filter_rows: false,
+            row_tracking: None,
         };
         let options = WriterOptions {
             target_file_size: usize::try_from(self.target_size).unwrap_or(usize::MAX),
@@ -405,6 +406,8 @@ impl CompactTask {
                         partition_values: add.partition_values.clone(),
                         deletion_vector: add.deletion_vector.clone(),
                         row_groups: None,
+                        base_row_id: add.base_row_id,
+                        default_row_commit_version: add.default_row_commit_version,
                     };
                     let batches =
                         scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load);

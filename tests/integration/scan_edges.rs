@@ -88,6 +88,8 @@ fn all_rows_deleted_file_is_not_read() {
         partition_values: Default::default(),
         deletion_vector: Some(all),
         row_groups: None,
+        base_row_id: None,
+        default_row_commit_version: None,
     };
     let batches = block_on(scan::read_file(&t.store(), &spec, &file))
         .unwrap()

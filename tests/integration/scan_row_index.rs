@@ -67,8 +67,13 @@ fn scan_file(
         partition_values: HashMap::new(),
         deletion_vector,
         row_groups,
+        base_row_id: Some(BASE_ROW_ID),
+        default_row_commit_version: Some(7),
     }
 }
+
+/// The test file's `baseRowId`: `_row_id` is this plus the physical index.
+const BASE_ROW_ID: i64 = 1_000_000;
 
 fn spec() -> ScanSpec {
     let schema = StructType::parse(
@@ -83,6 +88,8 @@ fn spec() -> ScanSpec {
         with_metadata_columns: true,
         filter: None,
         filter_rows: false,
+        // no materialized columns in the file: ids from baseRowId + index
+        row_tracking: Some(Default::default()),
     }
 }
 
@@ -101,6 +108,13 @@ fn read(
         .flat_map(|b| {
             let ids = b.column(0).as_primitive::<Int64Type>().clone();
             let idx = b.column(1).as_primitive::<Int64Type>().clone();
+            // row tracking follows the physical index, DVs and selections included
+            let row_ids = b.column(3).as_primitive::<Int64Type>().clone();
+            let versions = b.column(4).as_primitive::<Int64Type>().clone();
+            for i in 0..b.num_rows() {
+                assert_eq!(row_ids.value(i), BASE_ROW_ID + idx.value(i));
+                assert_eq!(versions.value(i), 7);
+            }
             (0..b.num_rows()).map(move |i| (ids.value(i), idx.value(i) as u64))
         })
         .collect()

@@ -32,6 +32,13 @@ def _row_ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
     return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}
 
 
+def _read_row_ids(path: str) -> dict[int, tuple[int, int, str]]:
+    """The same map as deltadv's reader gives it (``with_row_tracking``)."""
+    t = deltadv.DeltaTable(path).to_pyarrow_table(["id", "s"], with_row_tracking=True)
+    assert t.column_names == ["id", "s", "_row_id", "_row_commit_version"]
+    return {r["id"]: (r["_row_id"], r["_row_commit_version"], r["s"]) for r in t.to_pylist()}
+
+
 def _spark_table(spark: Any, path: str) -> None:
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
@@ -98,6 +105,8 @@ def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str)
     got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
     assert got == want
     assert {i for i in got if got[i][1] != before[i][1]} == {0, 7, 14, 21, 28, 35}
+    # deltadv's reader shows what Delta Spark's _metadata shows, on both tables
+    assert _read_row_ids(ours) == got and _read_row_ids(theirs) == want
     # A second UPDATE of rows deltadv already rewrote: ids come from the
     # materialized column now.
     deltadv.DeltaTable(ours).update({"s": "s || '-v'"}, "id < 10")
@@ -105,12 +114,15 @@ def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str)
     got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
     assert got == want
     assert {i: r[0] for i, r in got.items()} == {i: r[0] for i, r in before.items()}
+    # materialized values (written by deltadv and by Delta Spark) read back
+    assert _read_row_ids(ours) == got and _read_row_ids(theirs) == want
     # PURGE and OPTIMIZE keep both values.
     t = deltadv.DeltaTable(ours)
     t.purge()
     assert _row_ids(spark, ours) == want
     t.optimize()
     assert _row_ids(spark, ours) == want
+    assert _read_row_ids(ours) == want
     _still_usable(spark, ours, want)
 
 
@@ -145,6 +157,8 @@ def test_merge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
     for k in (50, 51):
         assert got[k][0] > top and got[k][1:] == want[k][1:]
     assert got[50][0] != got[51][0]
+    # inserted rows included: deltadv's reader agrees with Delta Spark's _metadata
+    assert _read_row_ids(ours) == got and _read_row_ids(theirs) == want
     _still_usable(spark, ours, got)
 
 
@@ -167,3 +181,10 @@ def test_copy_on_write_update_refused_with_row_tracking(delta_spark: Any, tmp_pa
     with pytest.raises(deltadv.DeltaProtocolError, match="row ids"):
         deltadv.DeltaTable(path).update({"s": "'x'"}, "id = 1", allow_copy_on_write=True)
     assert deltadv.DeltaTable(path).version() == 1
+
+
+def test_row_tracking_columns_need_a_tracking_table(tmp_path: Path) -> None:
+    path = str(tmp_path / "plain")
+    write_table(path, pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}))
+    with pytest.raises(ValueError, match="rowTracking"):
+        deltadv.DeltaTable(path).to_pyarrow_table(with_row_tracking=True)
