@@ -996,7 +996,7 @@ pub(super) async fn commit_changes_since(
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
         let targets = row_deletes::prepared_targets(snapshot, files, dvs).await?;
         let mut changes = DmlChanges {
-            rows: DeleteChanges::new(targets, &options.delete, dvs, started),
+            rows: DeleteChanges::new(snapshot, targets, &options.delete, dvs, started),
             adds,
             cdc,
             counts,

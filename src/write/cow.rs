@@ -36,9 +36,66 @@ fn is_absolute(path: &str) -> bool {
         })
 }
 
+/// `batch` (rows of `add`'s file, physical schema) with the row tracking
+/// columns `[id, version]` materialized: the file's values where it has
+/// them, else `baseRowId` + the row's physical index (`indexes`, one per
+/// row) and `defaultRowCommitVersion`, so the copied rows keep both.
+fn materialize_row_tracking(
+    batch: &arrow_array::RecordBatch,
+    add: &Add,
+    columns: &[String; 2],
+    indexes: &[i64],
+    path: &str,
+) -> Result<arrow_array::RecordBatch> {
+    use arrow_array::{Array, ArrayRef, Int64Array};
+    use std::sync::Arc;
+    let n = batch.num_rows();
+    let fills: [Int64Array; 2] = [
+        indexes
+            .iter()
+            .map(|i| add.base_row_id.map(|b| b.saturating_add(*i)))
+            .collect(),
+        Int64Array::from(vec![add.default_row_commit_version; n]),
+    ];
+    let schema = batch.schema();
+    let mut fields: Vec<arrow_schema::FieldRef> = schema.fields().iter().cloned().collect();
+    let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
+    for (name, fill) in columns.iter().zip(fills) {
+        match schema.index_of(name) {
+            Ok(i) => {
+                let old = arrays
+                    .get(i)
+                    .and_then(|a| a.as_any().downcast_ref::<Int64Array>())
+                    .ok_or_else(|| parquet_error(path, format!("column {name} is not int64")))?;
+                let merged: Int64Array =
+                    old.iter().zip(fill.iter()).map(|(o, f)| o.or(f)).collect();
+                if let Some(slot) = arrays.get_mut(i) {
+                    *slot = Arc::new(merged);
+                }
+            }
+            Err(_) => {
+                fields.push(Arc::new(arrow_schema::Field::new(
+                    name.as_str(),
+                    arrow_schema::DataType::Int64,
+                    true,
+                )));
+                arrays.push(Arc::new(fill));
+            }
+        }
+    }
+    arrow_array::RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), arrays)
+        .map_err(|e| parquet_error(path, e))
+}
+
 /// Rewrite `r`'s file without its deleted rows; the new add action, or None
-/// when no row is left.
-async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option<(Add, u64)>> {
+/// when no row is left. With `tracking` (the table's materialized row
+/// tracking columns), the copied rows keep their row ids and commit versions.
+async fn rewrite(
+    store: &TableStore,
+    r: &Rewrite<'_>,
+    now: i64,
+    tracking: Option<&[String; 2]>,
+) -> Result<Option<(Add, u64)>> {
     let path = normalize_path(&r.add.path);
     let size = u64::try_from(r.add.size).unwrap_or(0);
     let meta = scan::load_metadata_for(store, &path, size).await?;
@@ -56,10 +113,25 @@ async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option
         .with_row_selection(plan.selection.clone())
         .build()
         .map_err(|e| parquet_error(&path, e))?;
-    let batches: Vec<arrow_array::RecordBatch> = stream
+    let mut batches: Vec<arrow_array::RecordBatch> = stream
         .try_collect()
         .await
         .map_err(|e| parquet_error(&path, e))?;
+    let mut schema = schema;
+    if let Some(columns) = tracking {
+        // The physical indexes of the rows kept, in order.
+        let total: u64 = rows.iter().sum();
+        let mut kept_rows = (0..total)
+            .filter(|i| !r.deleted.contains(*i))
+            .map(|i| i64::try_from(i).unwrap_or(i64::MAX));
+        for b in batches.iter_mut() {
+            let indexes: Vec<i64> = kept_rows.by_ref().take(b.num_rows()).collect();
+            *b = materialize_row_tracking(b, r.add, columns, &indexes, &path)?;
+        }
+        if let Some(b) = batches.first() {
+            schema = b.schema();
+        }
+    }
     let mut buf: Vec<u8> = Vec::new();
     {
         let props = parquet::file::properties::WriterProperties::builder()
@@ -106,10 +178,12 @@ async fn rewrite(store: &TableStore, r: &Rewrite<'_>, now: i64) -> Result<Option
     Ok(Some((add, kept)))
 }
 
-/// The remove/add actions rewriting every file of `rewrites`, and metrics.
+/// The remove/add actions rewriting every file of `rewrites`, and metrics;
+/// `tracking`: see [`rewrite`].
 pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
+    tracking: Option<&[String; 2]>,
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
     let now = super::now_ms();
     let mut m = DeleteMetrics::default();
@@ -120,7 +194,7 @@ pub async fn prepare(
             continue;
         }
         fail_point("dv_write")?;
-        let new = rewrite(store, r, now).await?;
+        let new = rewrite(store, r, now, tracking).await?;
         m.num_deleted_rows += newly;
         m.num_removed_files += 1;
         actions.push(Action::Remove(Box::new(Remove {

@@ -121,7 +121,7 @@ async fn commit_targets(
         .with_parameters(parameters)
         .with_max_attempts(options.max_attempts)
         .with_engine_info(options.engine_info.clone());
-    let mut changes = DeleteChanges::new(targets, options, dvs, started);
+    let mut changes = DeleteChanges::new(snapshot, targets, options, dvs, started);
     let outcome = txn.commit(&mut changes).await?;
     let mut m = changes.delete_metrics();
     m.version = outcome.version;

@@ -182,7 +182,13 @@ pub async fn overwrite_files(
             )?;
             let rows = matching_rows(snapshot, &live, Some(std::sync::Arc::new(pred))).await?;
             let targets = targets_of(snapshot, &live, rows).await?;
-            Removed::Rows(DeleteChanges::new(targets, &delete_options, dvs, started))
+            Removed::Rows(DeleteChanges::new(
+                snapshot,
+                targets,
+                &delete_options,
+                dvs,
+                started,
+            ))
         }
     };
     // As Delta Spark 4.4 records them: the predicate as the text given.

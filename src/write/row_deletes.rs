@@ -215,10 +215,15 @@ pub(super) struct DeleteChanges<'o> {
     dvs: bool,
     prepared: Option<(Vec<Action>, DeleteMetrics)>,
     started: Instant,
+    /// The table's materialized row tracking columns: a copy-on-write
+    /// rewrite keeps the copied rows' ids and commit versions in them.
+    row_tracking: Option<[String; 2]>,
 }
 
 impl<'o> DeleteChanges<'o> {
+    /// The changes to `targets` (files of the table of `snapshot`).
     pub(super) fn new(
+        snapshot: &Snapshot,
         targets: BTreeMap<String, Target>,
         options: &'o DeleteOptions,
         dvs: bool,
@@ -230,6 +235,10 @@ impl<'o> DeleteChanges<'o> {
             dvs,
             prepared: None,
             started,
+            row_tracking: super::optimize::row_tracking_columns(
+                snapshot.protocol(),
+                snapshot.metadata(),
+            ),
         }
     }
 
@@ -284,7 +293,12 @@ impl super::transaction::Changes for DeleteChanges<'_> {
             self.prepared = Some(if self.dvs {
                 prepare(store, &self.targets, self.options).await?
             } else {
-                super::cow::prepare(store, &targets_view(&self.targets)).await?
+                super::cow::prepare(
+                    store,
+                    &targets_view(&self.targets),
+                    self.row_tracking.as_ref(),
+                )
+                .await?
             });
         }
         Ok(self

@@ -170,17 +170,57 @@ def test_spark_glue_update_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> No
     assert _row_ids(spark, ours) == _row_ids(spark, theirs)
 
 
-def test_copy_on_write_update_refused_with_row_tracking(delta_spark: Any, tmp_path: Path) -> None:
+def test_copy_on_write_dml_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
+    """A row-tracking table without deletion vectors: deltadv's copy-on-write
+    UPDATE, DELETE and MERGE rewrite the touched files, the copied rows keeping
+    their ids and commit versions (materialized), as Delta Spark's own
+    copy-on-write DML on a twin table does."""
     spark = delta_spark
-    path = str(tmp_path / "cow")
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
-        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='false')"
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for p in (ours, theirs):
+        spark.sql(
+            f"CREATE TABLE delta.`{p}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+            "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='false')"
+        )
+        for lo in (0, N // 2):
+            values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
+            spark.sql(f"INSERT INTO delta.`{p}` VALUES {values}")
+    t = deltadv.DeltaTable(ours)
+    m = t.update({"s": "s || '-u'"}, "id IN (1, 25)", allow_copy_on_write=True)
+    assert m["num_updated_rows"] == 2
+    spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE id IN (1, 25)")
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert _read_row_ids(ours) == got
+    deltadv.DeltaTable(ours).delete("id IN (2, 30)", allow_copy_on_write=True)
+    spark.sql(f"DELETE FROM delta.`{theirs}` WHERE id IN (2, 30)")
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert _read_row_ids(ours) == got
+    source = pa.table({"id": pa.array([3, 33], pa.int64()), "s": ["m3", "m33"]})
+    (
+        deltadv.DeltaTable(ours)
+        .merge(
+            source,
+            "t.id = s.id",
+            source_alias="s",
+            target_alias="t",
+            allow_copy_on_write=True,
+        )
+        .when_matched_update({"s": "s.s"})
+        .execute()
     )
-    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b')")
-    with pytest.raises(deltadv.DeltaProtocolError, match="row ids"):
-        deltadv.DeltaTable(path).update({"s": "'x'"}, "id = 1", allow_copy_on_write=True)
-    assert deltadv.DeltaTable(path).version() == 1
+    spark.createDataFrame(source.to_pandas()).createOrReplaceTempView("rt_cow_src")
+    spark.sql(
+        f"MERGE INTO delta.`{theirs}` t USING rt_cow_src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET s = s.s"
+    )
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert _read_row_ids(ours) == got
+    # no deletion vector anywhere: these were rewrites
+    assert not deltadv.DeltaTable(ours).deletion_vectors()
+    _still_usable(spark, ours, got)
 
 
 def test_row_tracking_columns_need_a_tracking_table(tmp_path: Path) -> None:

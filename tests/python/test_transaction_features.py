@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 import deltadv
 
@@ -173,20 +172,23 @@ def test_v2_checkpoint_written_after_commit(delta_spark: Any, tmp_path: Path) ->
             p.rename(p.with_suffix(".json"))
 
 
-@pytest.mark.parametrize("prop", ["delta.enableRowTracking"])
-def test_copy_on_write_refused_with_row_tracking(
-    delta_spark: Any, tmp_path: Path, prop: str
-) -> None:
+def test_copy_on_write_delete_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
+    """Without deletion vectors a DELETE rewrites the file; on a row-tracking table
+    the rows it copies keep their ids and commit versions (materialized), as Delta
+    Spark shows them before and after."""
     spark = delta_spark
     path = str(tmp_path / "cow")
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES ("
-        f"'{prop}'='true', 'delta.enableDeletionVectors'='false')"
+        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='false')"
     )
     spark.sql(f"INSERT INTO delta.`{path}` SELECT id FROM range(5)")
-    with pytest.raises(deltadv.DeltaProtocolError, match="row ids"):
-        deltadv.DeltaTable(path).delete("id = 1", allow_copy_on_write=True)
-    assert spark.read.format("delta").load(path).count() == 5
+    before = _row_ids(spark, path)
+    m = deltadv.DeltaTable(path).delete("id = 1", allow_copy_on_write=True)
+    assert m["num_deleted_rows"] == 1 and m["num_removed_files"] == 1
+    spark.catalog.clearCache()
+    assert _row_ids(spark, path) == {k: v for k, v in before.items() if k != 1}
+    assert not deltadv.DeltaTable(path).deletion_vectors()
 
 
 def test_purge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:

@@ -261,13 +261,6 @@ const PROPERTY_RULES: &[(&str, &str, &[WriteOperation])] = &[
          only with deletion vectors (enable them: delta.enableDeletionVectors=true)",
         &[WriteOperation::DeleteCopyOnWrite],
     ),
-    (
-        ENABLE_ROW_TRACKING,
-        "the table has row tracking enabled and a copy-on-write rewrite would give the \
-         rows it copies new row ids (enable deletion vectors: \
-         delta.enableDeletionVectors=true)",
-        &[WriteOperation::DeleteCopyOnWrite],
-    ),
 ];
 
 fn feature(name: &str) -> Option<&'static Feature> {
@@ -385,6 +378,22 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
                 op.describe()
             )));
         }
+    }
+    // A copy-on-write rewrite keeps the copied rows' ids and commit versions
+    // in the materialized row tracking columns; without their names it
+    // would give them new ones.
+    let props = TableProperties::of(metadata);
+    if op == WriteOperation::DeleteCopyOnWrite
+        && props.enable_row_tracking()
+        && props.materialized_row_tracking_columns().is_none()
+    {
+        return Err(Error::Unsupported(format!(
+            "{} is not allowed: the table has row tracking enabled ({ENABLE_ROW_TRACKING}=true) \
+             but does not name the columns ({MATERIALIZED_ROW_ID} / \
+             {MATERIALIZED_ROW_COMMIT_VERSION}) a rewrite keeps row ids in, so the rows it \
+             copies would get new row ids",
+            op.describe()
+        )));
     }
     iceberg::check(p, metadata, op)
 }
