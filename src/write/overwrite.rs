@@ -37,7 +37,7 @@ enum Removed<'o> {
     /// Every live file, whole.
     All(Vec<Add>),
     /// The rows a predicate matches (DVs or whole-file removes).
-    Rows(DeleteChanges<'o>),
+    Rows(Box<DeleteChanges<'o>>),
 }
 
 /// The changes of an overwrite: what goes, then the new data files.
@@ -182,13 +182,13 @@ pub async fn overwrite_files(
             )?;
             let rows = matching_rows(snapshot, &live, Some(std::sync::Arc::new(pred))).await?;
             let targets = targets_of(snapshot, &live, rows).await?;
-            Removed::Rows(DeleteChanges::new(
+            Removed::Rows(Box::new(DeleteChanges::new(
                 snapshot,
                 targets,
                 &delete_options,
                 dvs,
                 started,
-            ))
+            )))
         }
     };
     // As Delta Spark 4.4 records them: the predicate as the text given.
