@@ -40,7 +40,6 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::Add;
 use crate::log::features::clustering::{mark_clustered, zcube_of, ClusteringColumn};
-use crate::log::path::normalize_path;
 use crate::log::schema::{DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
 use crate::table::snapshot::LiveFile;
@@ -336,15 +335,7 @@ pub async fn rewrite(
             let spec = spec.clone();
             let tracking = tracking.clone();
             async move {
-                let file = ScanFile {
-                    path: normalize_path(&add.path),
-                    size: u64::try_from(add.size).unwrap_or(0),
-                    partition_values: add.partition_values.clone(),
-                    deletion_vector: add.deletion_vector.clone(),
-                    row_groups: None,
-                    base_row_id: add.base_row_id,
-                    default_row_commit_version: add.default_row_commit_version,
-                };
+                let file = ScanFile::of_add(&add);
                 let read: Vec<RecordBatch> =
                     scan::read_ahead(store.clone(), spec, file, DeletedRows::Load)
                         .try_collect()

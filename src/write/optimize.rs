@@ -400,15 +400,7 @@ impl CompactTask {
             let spec = Arc::new(spec);
             let mut reads = futures::stream::iter(self.bin.files.clone())
                 .map(|add| {
-                    let file = ScanFile {
-                        path: normalize_path(&add.path),
-                        size: u64::try_from(add.size).unwrap_or(0),
-                        partition_values: add.partition_values.clone(),
-                        deletion_vector: add.deletion_vector.clone(),
-                        row_groups: None,
-                        base_row_id: add.base_row_id,
-                        default_row_commit_version: add.default_row_commit_version,
-                    };
+                    let file = ScanFile::of_add(&add);
                     let batches =
                         scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load);
                     futures::future::ready((add, batches))
