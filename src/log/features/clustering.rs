@@ -6,9 +6,9 @@
 //! What Delta Spark 4.4 writes, and deltadv mirrors:
 //! - `CREATE TABLE … CLUSTER BY (a, c)`: writer features `domainMetadata`
 //!   and `clustering` (writer 7), and in version 0
-//!   `{"domainMetadata":{"domain":"delta.clustering","configuration":
-//!   "{\"clusteringColumns\":[[\"a\"],[\"c\"]],\"domainName\":\"delta.clustering\"}",
-//!   "removed":false}}` (paths of physical names). `PARTITIONED BY` together
+//!   a `domainMetadata` action for the domain [`CLUSTERING_DOMAIN`] whose
+//!   configuration is the JSON object `clusteringColumns: [[a], [c]]` plus
+//!   `domainName` (the domain's name), not removed (paths of physical names). `PARTITIONED BY` together
 //!   with `CLUSTER BY` is refused.
 //! - Plain writes (appends, DELETE, UPDATE, MERGE) leave the domain alone and
 //!   add files without `clusteringProvider` or tags.
@@ -26,8 +26,7 @@ use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 
 use super::{reader_features, writer_features, WRITER_FEATURES_VERSION};
 
-/// The domain holding a clustered table's clustering columns.
-pub const CLUSTERING_DOMAIN: &str = "delta.clustering";
+pub use super::properties::CLUSTERING_DOMAIN;
 /// The writer feature of clustered tables.
 pub const CLUSTERING_FEATURE: &str = "clustering";
 /// `add.clusteringProvider` of files an OPTIMIZE clustered.
@@ -206,7 +205,7 @@ pub fn clustering_domain(columns: &[ClusteringColumn]) -> Result<DomainMetadata>
         domain_name: domain_name(),
     };
     let configuration = serde_json::to_string(&config).map_err(|source| Error::Json {
-        context: "delta.clustering domain".into(),
+        context: format!("{CLUSTERING_DOMAIN} domain"),
         source,
     })?;
     Ok(DomainMetadata {

@@ -57,6 +57,11 @@ pub const ICT_ENABLEMENT_VERSION: &str = "delta.inCommitTimestampEnablementVersi
 pub const ICT_ENABLEMENT_TIMESTAMP: &str = "delta.inCommitTimestampEnablementTimestamp";
 /// The table property that turns row tracking on.
 pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
+/// The table properties that turn Iceberg compatibility V1 / V2 on.
+pub const ENABLE_ICEBERG_COMPAT_V1: &str = "delta.enableIcebergCompatV1";
+pub const ENABLE_ICEBERG_COMPAT_V2: &str = "delta.enableIcebergCompatV2";
+/// The domain (`domainMetadata`) holding a clustered table's clustering columns.
+pub const CLUSTERING_DOMAIN: &str = "delta.clustering";
 /// The hidden column a rewrite would materialize row ids into; Delta Spark
 /// requires it on tables that support row tracking.
 pub const MATERIALIZED_ROW_ID: &str = "delta.rowTracking.materializedRowIdColumnName";
