@@ -179,7 +179,8 @@ async fn rewrite(
 }
 
 /// The remove/add actions rewriting every file of `rewrites`, and metrics;
-/// `tracking`: see [`rewrite`].
+/// `tracking`: the table's materialized row tracking columns (copied rows keep
+/// their ids and commit versions).
 pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
