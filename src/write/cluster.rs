@@ -83,18 +83,6 @@ impl ClusteringRun {
     }
 }
 
-fn deleted_ratio(f: &LiveFile) -> f64 {
-    let deleted = f
-        .add
-        .deletion_vector
-        .as_ref()
-        .map_or(0, |d| d.cardinality());
-    match f.num_records {
-        Some(n) if n > 0 => deleted as f64 / n as f64,
-        _ => 0.0,
-    }
-}
-
 /// The files an OPTIMIZE reclusters (see the module docs), by path.
 pub fn select_files(
     files: Vec<LiveFile>,
@@ -123,7 +111,7 @@ pub fn select_files(
         && partial
             .iter()
             .flatten()
-            .all(|f| deleted_ratio(f) <= max_deleted_rows_ratio);
+            .all(|f| super::optimize::deleted_ratio(f) <= max_deleted_rows_ratio);
     if settled {
         return Vec::new();
     }

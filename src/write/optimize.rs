@@ -156,7 +156,7 @@ pub struct CompactMetrics {
 }
 
 /// Rows of a file its DV deletes, over its rows (0 without stats).
-fn deleted_ratio(f: &LiveFile) -> f64 {
+pub(super) fn deleted_ratio(f: &LiveFile) -> f64 {
     let deleted = f
         .add
         .deletion_vector
