@@ -15,22 +15,91 @@
 //! (other than a blind append under WriteSerializable) or changed a file it
 //! removes is a conflict, as in Delta Spark; DV changes of files it only cuts
 //! with DVs are rebased like a DELETE's.
+//!
+//! A replaceWhere's read set is its predicate ([`PredicateRows`]): a file a
+//! concurrent commit added conflicts (`ConcurrentAppend`) only when one of
+//! its live rows matches it; files its partition values or stats rule out
+//! are not read. Delta Spark 4.4 prunes such files by the predicate's
+//! partition part only (any new file of an unpartitioned table conflicts);
+//! deltadv reads the rows, so a concurrent append of rows outside the
+//! predicate never stops it: it commits on top, rebased.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Map, Value};
 
-use super::conflict::{FileChange, ReadSet, RebaseFile};
+use super::conflict::{added_row_conflict, FileChange, ReadSet, RebaseFile};
 use super::delete::{check_can_delete, matching_rows, targets_of};
 use super::row_deletes::{remove_of, DeleteChanges, DeleteOptions};
 use super::transaction::{Changes, Transaction};
 use super::{live_files, now_ms};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::expr::{Predicate, PruningStats};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Metadata, RecordCount};
 use crate::log::features;
+use crate::log::path::normalize_path;
+use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
 use crate::table::snapshot::Snapshot;
+
+/// The read set of a replaceWhere: the rows its predicate matches. Tells
+/// whether a data file a concurrent commit added holds one.
+struct PredicateRows {
+    predicate: Arc<Predicate>,
+    /// The predicate's top-level columns, the matching rows only.
+    spec: ScanSpec,
+}
+
+impl PredicateRows {
+    fn new(snapshot: &Snapshot, predicate: Arc<Predicate>) -> PredicateRows {
+        let mut columns: Vec<String> = Vec::new();
+        for c in predicate.columns() {
+            if let Some(top) = c.logical.first() {
+                if !columns.contains(top) {
+                    columns.push(top.clone());
+                }
+            }
+        }
+        let mut spec = ScanSpec::for_snapshot(snapshot, Some(columns));
+        spec.filter = Some(predicate.clone());
+        spec.filter_rows = true;
+        PredicateRows { predicate, spec }
+    }
+
+    /// The first live row of `add` the predicate matches, described by its
+    /// columns' values; None when there is none (the file's partition
+    /// values and stats may rule it out unread).
+    async fn first_match(&self, store: &TableStore, add: &Add) -> Result<Option<String>> {
+        let stats = PruningStats::parse(add.stats.as_deref());
+        if !self
+            .predicate
+            .may_match_file(&add.partition_values, Some(&stats))
+        {
+            return Ok(None);
+        }
+        let file = ScanFile::of_add(add);
+        let mut batches = scan::stream_file(store, &self.spec, &file, DeletedRows::Load).await?;
+        while let Some(batch) = batches.try_next().await? {
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let options = FormatOptions::default().with_null("null");
+            let mut shown = Vec::new();
+            for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+                let value = ArrayFormatter::try_new(column.as_ref(), &options)
+                    .map(|f| f.value(0).to_string())
+                    .unwrap_or_else(|_| "?".into());
+                shown.push(format!("{} = {value}", field.name()));
+            }
+            return Ok(Some(shown.join(", ")));
+        }
+        Ok(None)
+    }
+}
 
 /// What an overwrite removes.
 enum Removed<'o> {
@@ -49,6 +118,9 @@ struct OverwriteChanges<'o> {
     output_bytes: i64,
     /// Metrics of the last `actions`.
     metrics: Map<String, Value>,
+    /// A replaceWhere's predicate, to check the rows of files a concurrent
+    /// commit added.
+    added_check: Option<PredicateRows>,
 }
 
 impl Changes for OverwriteChanges<'_> {
@@ -120,10 +192,44 @@ impl Changes for OverwriteChanges<'_> {
     ) -> Result<()> {
         match &mut self.removed {
             Removed::Rows(delete) => delete.rebase(store, version, files).await,
-            Removed::All(_) => Err(crate::error::Error::Internal(format!(
+            Removed::All(_) => Err(Error::Internal(format!(
                 "rebase onto version {version} of an overwrite that removes whole files"
             ))),
         }
+    }
+
+    fn checks_added_rows(&self) -> bool {
+        self.added_check.is_some()
+    }
+
+    async fn check_added(
+        &mut self,
+        store: &TableStore,
+        version: u64,
+        added: Vec<Add>,
+    ) -> Result<()> {
+        let Some(check) = &self.added_check else {
+            return Err(Error::Internal(format!(
+                "version {version} added files an overwrite of the whole table does not check"
+            )));
+        };
+        let mut found = futures::stream::iter(added.iter())
+            .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
+            .buffer_unordered(super::READ_CONCURRENCY);
+        while let Some((add, first)) = found.try_next().await? {
+            if let Some(row) = first {
+                return Err(added_row_conflict(
+                    version,
+                    &normalize_path(&add.path),
+                    format!(
+                        "the concurrent commit of version {version} added a row the \
+                         replaceWhere predicate {} matches ({row})",
+                        check.predicate.text()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -169,18 +275,20 @@ pub async fn overwrite_files(
     }
     let delete_options = DeleteOptions::default();
     let live = live_files(snapshot)?;
+    let mut added_check = None;
     let removed = match &options.predicate {
         None => Removed::All(live.into_values().map(|f| f.add).collect()),
         Some(text) => {
             let dvs = check_can_delete(snapshot, true)?;
-            let pred = crate::expr::Predicate::new(
+            let pred = Arc::new(Predicate::new(
                 text,
                 snapshot.schema(),
                 &snapshot.metadata().partition_columns,
                 snapshot.column_mapping(),
                 crate::expr::Binding::Strict,
-            )?;
-            let rows = matching_rows(snapshot, &live, Some(std::sync::Arc::new(pred))).await?;
+            )?);
+            added_check = Some(PredicateRows::new(snapshot, pred.clone()));
+            let rows = matching_rows(snapshot, &live, Some(pred)).await?;
             let targets = targets_of(snapshot, &live, rows).await?;
             Removed::Rows(Box::new(DeleteChanges::new(
                 snapshot,
@@ -212,6 +320,7 @@ pub async fn overwrite_files(
         output_rows,
         output_bytes,
         metrics: Map::new(),
+        added_check,
     };
     let outcome = txn.commit(&mut changes).await?;
     Ok(outcome.version.unwrap_or(snapshot.version()))

@@ -322,3 +322,91 @@ fn overwrite_conflicts_as_delta_spark_does() {
         .unwrap();
     assert_eq!(ids(&load()), vec![100, 102, 103]);
 }
+
+#[test]
+fn replace_where_conflicts_only_with_appended_rows_it_matches() {
+    use deltadv::write::files::write_files;
+    use deltadv::write::overwrite::{overwrite_files, OverwriteOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    // Serializable: a concurrent blind append is in every reader's way.
+    let create = WriteOptions {
+        configuration: [("delta.isolationLevel".to_string(), "Serializable".to_string())].into(),
+        ..Default::default()
+    };
+    let reader = RecordBatchIterator::new([Ok(batch(0..20))], schema());
+    block_on(write_table(&store, reader, &create))
+        .unwrap()
+        .unwrap();
+    let load = || {
+        block_on(Snapshot::load(store.clone(), None))
+            .unwrap()
+            .unwrap()
+    };
+    let replace = |predicate: Option<&str>| {
+        let options = WriteOptions {
+            mode: SaveMode::Overwrite,
+            predicate: predicate.map(str::to_string),
+            ..Default::default()
+        };
+        let reader = RecordBatchIterator::new([Ok(batch(0..3))], schema());
+        let adds = block_on(write_files(&store, reader, None, &options))
+            .unwrap()
+            .unwrap();
+        let options = OverwriteOptions {
+            predicate: predicate.map(str::to_string),
+            ..Default::default()
+        };
+        (adds, options)
+    };
+    let append = |ids: std::ops::Range<i64>| {
+        let options = WriteOptions {
+            mode: SaveMode::Append,
+            ..Default::default()
+        };
+        let reader = RecordBatchIterator::new([Ok(batch(ids))], schema());
+        block_on(write_table(&store, reader, &options))
+            .unwrap()
+            .unwrap();
+    };
+
+    // A concurrent append of rows outside the predicate: rebased, commits.
+    let read = load();
+    let (adds, options) = replace(Some("id < 10"));
+    append(50..52);
+    let v = block_on(overwrite_files(&read, adds, &options))
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, 2);
+    let mut expected: Vec<i64> = (0..3).chain(10..20).chain(50..52).collect();
+    assert_eq!(ids(&load()), expected);
+
+    // One of whose rows the predicate matches: ConcurrentAppend, nothing committed.
+    let read = load();
+    let (adds, options) = replace(Some("id < 10"));
+    append(5..6);
+    let err = block_on(overwrite_files(&read, adds, &options))
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(&err, deltadv::Error::Conflict { version: 3, detail }
+            if detail.contains("ConcurrentAppend") && detail.contains("id = 5")),
+        "{err}"
+    );
+    assert_eq!(load().version(), 3);
+    expected.insert(3, 5);
+    assert_eq!(ids(&load()), expected);
+
+    // An overwrite of the whole table reads every row: any append conflicts.
+    let read = load();
+    let (adds, options) = replace(None);
+    append(60..61);
+    let err = block_on(overwrite_files(&read, adds, &options))
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(&err, deltadv::Error::Conflict { detail, .. } if detail.contains("ConcurrentAppend")),
+        "{err}"
+    );
+}

@@ -549,3 +549,91 @@ def test_identity_explicit_values_leave_the_high_water_mark(
     assert mark(ours) == mark(twin) == 15
     assert _rows(spark, ours) == _rows(spark, twin)
     assert (15, "e") in _rows(spark, ours)
+
+
+def test_nested_rule_metadata_is_ignored_as_delta_spark_does(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """Delta Spark 4.4 declares defaults, generated and identity columns at the
+    top level only (its SQL refuses them inside STRUCT<...>), yet its table
+    builder and `ALTER COLUMN s.f SET DEFAULT` put such metadata on nested
+    fields. Its writes then ignore it: the field keeps the value given (NULL
+    when the struct is left out), nothing is computed or checked. deltadv
+    writes the same rows."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    spark = delta_spark
+    _spark_fails(
+        spark,
+        f"CREATE TABLE delta.`{tmp_path / 'x'}` "
+        "(id INT, s STRUCT<a: INT, b: INT GENERATED ALWAYS AS (id * 2)>) USING delta",
+        "PARSE_SYNTAX_ERROR",
+    )
+    inner = StructType(
+        [
+            StructField("a", IntegerType()),
+            StructField("g", IntegerType(), metadata={"delta.generationExpression": "s.a * 2"}),
+            StructField(
+                "i",
+                LongType(),
+                metadata={
+                    "delta.identity.start": 1,
+                    "delta.identity.step": 1,
+                    "delta.identity.allowExplicitInsert": True,
+                },
+            ),
+            StructField("d", IntegerType()),
+        ]
+    )
+    paths = []
+    for name in ("ours", "twin"):
+        p = str(tmp_path / name)
+        (
+            SparkDeltaTable.create(spark)
+            .location(p)
+            .addColumn("id", "INT")
+            .addColumn("s", inner)
+            .property("delta.feature.allowColumnDefaults", "supported")
+            .property("delta.enableDeletionVectors", "true")
+            .execute()
+        )
+        spark.sql(f"ALTER TABLE delta.`{p}` ALTER COLUMN s.d SET DEFAULT 7")
+        paths.append(p)
+    ours, twin = paths
+    nested = json.loads(deltadv.DeltaTable(ours).metadata()["schemaString"])["fields"][1]
+    meta = {f["name"]: f["metadata"] for f in nested["type"]["fields"]}
+    assert meta["g"]["delta.generationExpression"] == "s.a * 2"
+    assert meta["i"]["delta.identity.start"] == 1
+    assert meta["d"]["CURRENT_DEFAULT"] == "7"
+
+    st = pa.struct([("a", pa.int32()), ("g", pa.int32()), ("i", pa.int64()), ("d", pa.int32())])
+    write_table(
+        ours,
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int32()),
+                "s": pa.array(
+                    [
+                        {"a": 3, "g": None, "i": None, "d": None},
+                        {"a": 3, "g": 99, "i": 5, "d": 1},
+                    ],
+                    st,
+                ),
+            }
+        ),
+        mode="append",
+    )
+    spark.sql(
+        f"INSERT INTO delta.`{twin}` VALUES "
+        "(1, named_struct('a', 3, 'g', CAST(NULL AS INT), 'i', CAST(NULL AS BIGINT), "
+        "'d', CAST(NULL AS INT))), (2, named_struct('a', 3, 'g', 99, 'i', 5L, 'd', 1))"
+    )
+    write_table(ours, pa.table({"id": pa.array([3], pa.int32())}), mode="append")
+    spark.sql(f"INSERT INTO delta.`{twin}` (id) VALUES (3)")
+    assert _rows(spark, ours) == _rows(spark, twin)
+    assert _rows(spark, ours)[0][0] == 1 and _rows(spark, ours)[0][1]["g"] is None
+    # the nested identity field has no high-water mark in either
+    for p in (ours, twin):
+        nested = json.loads(deltadv.DeltaTable(p).metadata()["schemaString"])["fields"][1]
+        assert "delta.identity.highWaterMark" not in nested["type"]["fields"][2]["metadata"]
