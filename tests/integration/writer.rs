@@ -332,7 +332,11 @@ fn replace_where_conflicts_only_with_appended_rows_it_matches() {
     let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
     // Serializable: a concurrent blind append is in every reader's way.
     let create = WriteOptions {
-        configuration: [("delta.isolationLevel".to_string(), "Serializable".to_string())].into(),
+        configuration: [(
+            "delta.isolationLevel".to_string(),
+            "Serializable".to_string(),
+        )]
+        .into(),
         ..Default::default()
     };
     let reader = RecordBatchIterator::new([Ok(batch(0..20))], schema());

@@ -16,10 +16,13 @@ operations each: UPDATEs of 25 ids, DELETEs of 15, upserts of 20 matched ids and
 new keys) runs the same way. Small tests pin the conflict rules on one process:
 UPDATE and MERGE of the same row (the later fails, nothing committed), an upserting
 MERGE over concurrent new rows with other keys (it commits) and with one of its
-keys (it fails, nothing committed)."""
+keys (it fails, nothing committed). A replaceWhere overwrite racing appends (two
+threads, 12 rounds) commits over appends of rows outside its predicate and raises
+ConcurrentAppend only over one of a row it matches."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 from pathlib import Path
 from typing import Any
@@ -484,3 +487,111 @@ def test_upsert_merge_conflicts_on_a_concurrent_row_with_its_key(
         expected.update({8: (84, "b"), 50: (3, "b")})
         assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
     assert _rows(path) == expected
+
+
+@pytest.mark.parametrize("appended", ["outside", "inside"])
+def test_replace_where_against_concurrent_appends(tmp_path: Path, appended: str) -> None:
+    """Two writers, started together each round: a replaceWhere overwrite of
+    ``id < 10`` and an append, on a Serializable table (so even a blind append is
+    in a reader's way). The overwrite's read set is its predicate: an append of
+    rows outside it never makes it raise (it commits on top, rebased: at least
+    one round must show the race, an overwrite data file older than the append's
+    commit while the overwrite committed after it);
+    an append of a row it matches, committed first, makes it raise
+    CommitConflictError (ConcurrentAppend, as Delta Spark) and commit nothing.
+    Either way the table is what the committed operations in log order make it."""
+    root = tmp_path / "t"
+    path = str(root)
+    ids = list(range(20))
+    write_table(
+        path,
+        pa.table({"id": pa.array(ids, pa.int64()), "val": pa.array([0] * 20, pa.int64())}),
+        configuration={"delta.isolationLevel": "Serializable"},
+        rows_per_file=10,
+    )
+    expected = {i: 0 for i in ids}
+    rounds, conflicts, rebased = 12, 0, 0
+    for r in range(1, rounds + 1):
+        new_id = 1000 + r if appended == "outside" else -r
+        before = DeltaTable(path).version()
+        results = _replace_where_round(path, r, new_id)
+        assert results["append"] == "ok"
+        history = {h["version"]: h for h in DeltaTable(path).history() if h["version"] > before}
+        writes = sorted(history)
+        ops = {v: history[v]["operationParameters"]["mode"] for v in writes}
+        if appended == "outside":
+            assert results["overwrite"] == "ok", results["overwrite"]
+        if results["overwrite"] != "ok":
+            assert "ConcurrentAppend" in str(results["overwrite"]), results["overwrite"]
+            assert list(ops.values()) == ["Append"]
+            conflicts += 1
+        else:
+            assert sorted(ops.values()) == ["Append", "Overwrite"]
+            over = next(v for v in writes if ops[v] == "Overwrite")
+            app = next(v for v in writes if ops[v] == "Append")
+            if _raced(root, over, app):
+                rebased += 1
+                # an overwrite that read the table before a matching append landed
+                # may not commit after it
+                assert appended == "outside", (over, app)
+        # the table as the committed operations, in log order, make it
+        for v in writes:
+            if ops[v] == "Overwrite":
+                expected = {k: x for k, x in expected.items() if k >= 10}
+                expected.update({i: r for i in range(10)})
+            else:
+                expected[new_id] = -r
+        assert _rows_by_id(path) == expected
+    if appended == "outside":
+        assert rebased >= 1, "no round raced: the test did not test anything"
+    else:
+        assert conflicts >= 1, "no round raced: the test did not test anything"
+
+
+def _rows_by_id(path: str) -> dict[int, int]:
+    t = DeltaTable(path).to_pyarrow_table()
+    return dict(zip(t.column("id").to_pylist(), t.column("val").to_pylist(), strict=True))
+
+
+def _replace_where_round(path: str, r: int, new_id: int) -> dict[str, Any]:
+    """Round ``r``: a replaceWhere of ``id < 10`` (val ``r``) and an append of
+    ``new_id`` (val ``-r``), released together; what each ended with."""
+    import threading
+
+    barrier = threading.Barrier(2)
+    results: dict[str, Any] = {}
+
+    def overwrite() -> None:
+        data = pa.table(
+            {"id": pa.array(range(10), pa.int64()), "val": pa.array([r] * 10, pa.int64())}
+        )
+        barrier.wait()
+        try:
+            write_table(path, data, mode="overwrite", predicate="id < 10")
+            results["overwrite"] = "ok"
+        except CommitConflictError as e:
+            results["overwrite"] = e
+
+    def append() -> None:
+        data = pa.table({"id": pa.array([new_id], pa.int64()), "val": pa.array([-r], pa.int64())})
+        barrier.wait()
+        write_table(path, data, mode="append")
+        results["append"] = "ok"
+
+    threads = [threading.Thread(target=overwrite), threading.Thread(target=append)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def _raced(root: Path, over: int, app: int) -> bool:
+    """Whether the overwrite committed as ``over`` read the table before the
+    append committed as ``app`` did: it committed later, yet wrote a data file
+    (after loading its snapshot) before the append's commit file existed."""
+    log = root / "_delta_log"
+    lines = (log / f"{over:020d}.json").read_text().splitlines()
+    adds = [json.loads(line)["add"]["path"] for line in lines if '"add"' in line]
+    first = min((root / a).stat().st_mtime_ns for a in adds)
+    return over > app and first < (log / f"{app:020d}.json").stat().st_mtime_ns
