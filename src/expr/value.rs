@@ -75,6 +75,36 @@ pub(crate) enum Kind {
     In(Box<Typed>, Vec<Typed>),
 }
 
+impl Typed {
+    /// Whether the value depends on a time zone: a date part of a TIMESTAMP
+    /// (an instant; TIMESTAMP_NTZ has no zone), or a cast of one to a date
+    /// or a string. deltadv takes these in UTC; Delta Spark in its session
+    /// time zone (`spark.sql.session.timeZone`).
+    fn reads_time_zone(&self) -> bool {
+        let instant = |t: &Typed| matches!(t.data_type, ArrowType::Timestamp(_, Some(_)));
+        match &self.kind {
+            Kind::Column(_) | Kind::Literal(_) => false,
+            Kind::DatePart(_, c) => instant(c) || c.reads_time_zone(),
+            Kind::Cast(c) => {
+                (instant(c) && matches!(self.data_type, ArrowType::Date32 | ArrowType::Utf8))
+                    || c.reads_time_zone()
+            }
+            Kind::Arith(_, a, b) | Kind::Cmp(_, a, b) => a.reads_time_zone() || b.reads_time_zone(),
+            Kind::Neg(c) | Kind::Not(c) | Kind::IsNull(c) => c.reads_time_zone(),
+            Kind::Concat(cs) | Kind::And(cs) | Kind::Or(cs) => {
+                cs.iter().any(Typed::reads_time_zone)
+            }
+            Kind::Case(branches, otherwise) => {
+                branches
+                    .iter()
+                    .any(|(w, t)| w.reads_time_zone() || t.reads_time_zone())
+                    || otherwise.as_ref().is_some_and(|o| o.reads_time_zone())
+            }
+            Kind::In(v, items) => v.reads_time_zone() || items.iter().any(Typed::reads_time_zone),
+        }
+    }
+}
+
 /// A type mismatch found while binding: outside what deltadv evaluates (a
 /// caller with a fallback, Spark, hands the text on).
 fn type_error(what: impl std::fmt::Display) -> Error {
@@ -870,6 +900,13 @@ impl ValueExpr {
     /// The columns it reads.
     pub fn columns(&self) -> &[BoundColumn] {
         &self.columns
+    }
+
+    /// Whether its values depend on a time zone (`YEAR`/`MONTH`/`DAY` of a
+    /// TIMESTAMP, `CAST` of one to DATE or STRING): deltadv evaluates them
+    /// in UTC, where Delta Spark uses `spark.sql.session.timeZone`.
+    pub fn reads_time_zone(&self) -> bool {
+        self.root.reads_time_zone()
     }
 
     /// The values for each row of `batch` (which holds the columns under

@@ -637,3 +637,75 @@ def test_nested_rule_metadata_is_ignored_as_delta_spark_does(
     for p in (ours, twin):
         nested = json.loads(deltadv.DeltaTable(p).metadata()["schemaString"])["fields"][1]
         assert "delta.identity.highWaterMark" not in nested["type"]["fields"][2]["metadata"]
+
+
+def test_timestamp_date_parts_are_taken_in_utc(delta_spark: Any, tmp_path: Path) -> None:
+    """YEAR/MONTH/DAY and CAST(.. AS DATE) of a TIMESTAMP depend on a time zone:
+    deltadv takes UTC, Delta Spark its session time zone. With the session in UTC
+    both compute the same values; under America/Los_Angeles Delta Spark computes
+    others for the same instants, and deltadv refuses such values when the data
+    gives them (the violation says why), rather than writing rows that disagree."""
+    import datetime
+
+    spark = delta_spark
+    ddl = (
+        "(ts TIMESTAMP, y INT GENERATED ALWAYS AS (YEAR(ts)), "
+        "m INT GENERATED ALWAYS AS (MONTH(ts)), dd INT GENERATED ALWAYS AS (DAY(ts)), "
+        "d DATE GENERATED ALWAYS AS (CAST(ts AS DATE))) USING delta"
+    )
+    ours, twin = _both(spark, tmp_path, ddl)
+    utc = datetime.timezone.utc
+    instants = [
+        datetime.datetime(2025, 1, 1, 3, 0, tzinfo=utc),
+        datetime.datetime(2024, 3, 1, 5, 0, tzinfo=utc),
+        None,
+    ]
+    write_table(
+        ours, pa.table({"ts": pa.array(instants, pa.timestamp("us", tz="UTC"))}), mode="append"
+    )
+    values = (
+        "(TIMESTAMP'2025-01-01 03:00:00+00:00'), (TIMESTAMP'2024-03-01 05:00:00+00:00'), (NULL)"
+    )
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    spark.sql(f"INSERT INTO delta.`{twin}` (ts) VALUES {values}")
+    assert _rows(spark, ours) == _rows(spark, twin)
+
+    def parts(path: str) -> list[tuple[Any, ...]]:
+        rows = spark.read.format("delta").load(path).select("y", "m", "dd", "d").collect()
+        return sorted((tuple(r) for r in rows), key=str)
+
+    d = datetime.date
+    assert parts(ours) == sorted(
+        [(2025, 1, 1, d(2025, 1, 1)), (2024, 3, 1, d(2024, 3, 1)), (None, None, None, None)],
+        key=str,
+    )
+    la = str(tmp_path / "la")
+    spark.sql(f"CREATE TABLE delta.`{la}` {ddl}")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        spark.sql(f"INSERT INTO delta.`{la}` (ts) VALUES {values}")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert parts(la) == sorted(
+        [(2024, 12, 31, d(2024, 12, 31)), (2024, 2, 29, d(2024, 2, 29)), (None, None, None, None)],
+        key=str,
+    )
+    # Los Angeles values given to deltadv: refused, naming the time zone rule
+    before = _version(ours)
+    with pytest.raises(ConstraintViolationError, match="in UTC") as e:
+        write_table(
+            ours,
+            pa.table(
+                {
+                    "ts": pa.array(instants[:1], pa.timestamp("us", tz="UTC")),
+                    "y": pa.array([2024], pa.int32()),
+                    "m": pa.array([12], pa.int32()),
+                    "dd": pa.array([31], pa.int32()),
+                    "d": pa.array([d(2024, 12, 31)], pa.date32()),
+                }
+            ),
+            mode="append",
+        )
+    assert "Generated Column (y <=> YEAR(ts))" in str(e.value), str(e.value)
+    assert "spark.sql.session.timeZone" in str(e.value)
+    assert _version(ours) == before
