@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
-from deltadv.spark._tasks import split_size, task_frame, to_arrow_schema
+from deltadv.spark._tasks import split_size, task_frame, task_slot, to_arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -185,10 +185,13 @@ def _target_rows(
 
 
 def _counting_writer(
-    task: ChangeTask,
+    task: ChangeTask, driver_slot: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow body: count rows per clause, drop the clause column, write
-    the rest with ``task``; one row with the prepared JSON and the counts."""
+    the rest with ``task``; one row with the prepared JSON and the counts.
+    Identity values of inserted rows are handed out in the Spark task's slot (its
+    partition index), or ``driver_slot`` when run on the driver (a slot no task
+    of the stage has)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         counts: dict[int, int] = {}
@@ -223,7 +226,8 @@ def _counting_writer(
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
         started = _now_ms()
-        prepared = task.prepare(data)
+        slot = task_slot()
+        prepared = task.prepare(data, driver_slot if slot is None else slot)
         # prepare() pulls the stream: its time is the join's and the write's.
         ms = _now_ms() - started
         ids = pc.unique(pa.chunked_array(matched, pa.int64())).to_pylist() if matched else []
@@ -713,7 +717,9 @@ class _SparkMerge:
         # coalescing gives each writer whole files, without a shuffle.
         whole_files = self.fast and all(t.row_groups is None for t in self.tasks)
         grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
-        writer = _counting_writer(change_task)
+        # The stage has at most `parts` tasks (0 .. parts-1): the driver's own
+        # writes (the inserts below) take slot `parts`.
+        writer = _counting_writer(change_task, parts)
         try:
             out: list[Any] = grouped.mapInArrow(
                 writer, "prepared string, counts string, ms long, matched string"
