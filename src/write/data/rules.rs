@@ -422,19 +422,20 @@ impl Identity {
             None => self.start,
             Some(mark) => mark.checked_add(self.step).ok_or_else(overflow)?,
         };
-        // u64 -> i64 cannot fail: slot << 33 plus k < 2^33 stays below 2^63.
-        let first = i64::try_from((slot.0 << IDENTITY_SLOT_BITS) + used).map_err(|_| overflow())?;
-        let mut out = Vec::with_capacity(n);
-        let mut offset = first;
-        for _ in 0..n {
-            let v = self
-                .step
-                .checked_mul(offset)
-                .and_then(|d| base.checked_add(d))
-                .ok_or_else(overflow)?;
-            out.push(v);
-            offset += 1;
-        }
+        // Offsets of the slot: slot << 33 plus k <= 2^33 stays below 2^63.
+        let offset = |k: u64| i64::try_from((slot.0 << IDENTITY_SLOT_BITS) + k);
+        let (first, last) = (
+            offset(used).map_err(|_| overflow())?,
+            offset(end).map_err(|_| overflow())?,
+        );
+        let out: Vec<i64> = (first..last)
+            .map(|o| {
+                self.step
+                    .checked_mul(o)
+                    .and_then(|d| base.checked_add(d))
+                    .ok_or_else(overflow)
+            })
+            .collect::<Result<_>>()?;
         if let Some(last) = out.last() {
             self.issued = Some(*last);
         }
