@@ -11,6 +11,21 @@ column picks each row's clause -- the first of its kind whose condition holds
 (new values + ``_change``) is repartitioned by data file, and each executor
 task writes new data files and ONE DV file (:class:`deltadv.ChangeTask`); the
 driver commits once, as a MERGE with Delta Spark's parameters and metrics.
+
+Concurrent commits (Delta Spark's conflict rules, checked by the Rust
+transaction): a MERGE with NOT MATCHED [BY SOURCE] clauses depends on the whole
+table, so a data file another writer added meanwhile conflicts
+(``CommitConflictError``) unless that writer was a blind append (``INSERT``,
+``write_table(mode="append")``) under the default ``WriteSerializable`` isolation
+and the MERGE changes no metadata (schema evolution, identity high-water marks);
+a MERGE without them depends only on the files it read. Delta Spark's MERGE does
+the same on an unpartitioned table. Two differences: Delta Spark narrows the read
+set by the condition's target-only partition predicates (``t.part = 'a' AND ...``:
+files added to other partitions do not conflict), where this MERGE still reads the
+whole table (stricter); and deltadv's in-process MERGE
+(:meth:`deltadv.DeltaTable.merge`) checks the added files' rows against its
+source keys before conflicting, which this one does not (its source keys stay in
+Spark).
 """
 
 from __future__ import annotations
