@@ -64,6 +64,7 @@ class _ScanOptions(TypedDict, total=False):
     filter_rows: bool
     split_size: int | None
     with_metadata: bool
+    with_row_tracking: bool
 
 class _CdfOptions(TypedDict, total=False):
     starting_version: int | None
@@ -99,6 +100,7 @@ class _WriteOptions(TypedDict, total=False):
     cluster_by: list[str]
     predicate: str | None
     schema_mode: str | None
+    identity_slot: int | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -284,6 +286,9 @@ class RawDeltaTable:
     ) -> dict[str, Any]: ...
     def cdf_tasks(self, **options: Unpack[_CdfOptions]) -> tuple[ArrowSchema, list[str]]: ...
     def scan_tasks(self, **options: Unpack[_ScanOptions]) -> list[tuple[str, int]]: ...
+    def scan_schema(
+        self, columns: list[str] | None = None, row_tracking: bool = False
+    ) -> ArrowSchema: ...
     def scan(
         self,
         columns: list[str] | None = None,
@@ -371,7 +376,11 @@ def prepare_delete(
 def scan_task_schema(task: str) -> ArrowSchema: ...
 def rewrite_compact_task(table_uri: str, storage_options: dict[str, str], task: str) -> str: ...
 def prepare_changes(
-    task: str, storage_options: dict[str, str], table_uri: str, data: object
+    task: str,
+    storage_options: dict[str, str],
+    table_uri: str,
+    data: object,
+    identity_slot: int | None = None,
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""

@@ -252,13 +252,17 @@ class ChangeTask:
         self.task = task
         self.storage_options = dict(storage_options or {})
 
-    def prepare(self, data: Any) -> str:
+    def prepare(self, data: Any, identity_slot: int | None = None) -> str:
         """Write the change stream ``data`` (anything with ``__arrow_c_stream__``);
         returns the prepared changes (JSON). On a failure, the files written are
-        removed."""
+        removed. Identity values of inserted rows are handed out in
+        ``identity_slot`` (distinct for each writer of one commit, e.g. the Spark
+        task's partition index; see :func:`deltadv.write.write_files`); without
+        one, inserts into an identity column are refused."""
         if not hasattr(data, "__arrow_c_stream__"):
             raise TypeError(f"data must have __arrow_c_stream__, not {type(data).__name__}")
-        return prepare_changes(self.task, self.storage_options, self.table_uri, data)
+        check_arg("identity_slot", identity_slot, int, optional=True)
+        return prepare_changes(self.task, self.storage_options, self.table_uri, data, identity_slot)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ChangeTask, (self.table_uri, self.task, self.storage_options))
@@ -347,8 +351,19 @@ class DeltaTable:
         """The table schema as Arrow (logical column names)."""
         return pa.schema(self._raw.arrow_schema())
 
-    def scan_schema(self, columns: list[str] | None = None) -> pa.Schema:
-        """The Arrow schema a scan of ``columns`` (all when None) returns."""
+    def scan_schema(
+        self, columns: list[str] | None = None, *, with_row_tracking: bool = False
+    ) -> pa.Schema:
+        """The Arrow schema a scan of ``columns`` (all when None) returns; with
+        ``with_row_tracking`` (see :meth:`scan`), ``_row_id`` and
+        ``_row_commit_version`` after them."""
+        check_str_list("columns", columns)
+        check_args(
+            {"with_row_tracking": (with_row_tracking, bool, False)},
+            where="scan_schema",
+        )
+        if with_row_tracking:
+            return pa.schema(self._raw.scan_schema(columns, True))
         schema = self.schema()
         if columns is None:
             return schema
@@ -453,6 +468,7 @@ class DeltaTable:
         filter_rows: bool = True,
         split_size: int | None = None,
         with_metadata: bool = False,
+        with_row_tracking: bool = False,
     ) -> list[ScanTask]:
         """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
         or several per file larger than ``split_size`` bytes (split by row groups).
@@ -460,13 +476,16 @@ class DeltaTable:
         ``filter_rows=False`` the filter only prunes (files, row groups) and the
         caller applies it to the rows, as Spark does; predicates that do not bind
         are then ignored instead of raising. ``with_metadata`` adds each row's
-        ``_row_index`` (physical index in its file) and ``_file_path`` columns."""
+        ``_row_index`` (physical index in its file) and ``_file_path`` columns;
+        ``with_row_tracking`` each row's ``_row_id`` and ``_row_commit_version``
+        (see :meth:`scan`; the tasks carry what the executors compute them from)."""
         check_str_list("columns", columns)
         check_args(
             {
                 "filter_rows": (filter_rows, bool, False),
                 "split_size": (split_size, int, True),
                 "with_metadata": (with_metadata, bool, False),
+                "with_row_tracking": (with_row_tracking, bool, False),
             },
             where="scan_tasks",
         )
@@ -478,6 +497,7 @@ class DeltaTable:
             filter_rows=filter_rows,
             split_size=split_size,
             with_metadata=with_metadata,
+            with_row_tracking=with_row_tracking,
         )
         options = self._raw.storage_options
         return [ScanTask(t, options, size) for t, size in tasks]

@@ -139,20 +139,26 @@ pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bou
 /// (table columns + `_file_path`, `_row_index`, optional `_change`) for the
 /// task (`RawDeltaTable.change_task`): new data files and one DV file.
 /// Returns the JSON for `RawDeltaTable.commit_changes`; on a failure the
-/// files written are removed.
+/// files written are removed. Identity values of inserted rows are handed
+/// out in `identity_slot` (the Spark task's partition index; None: refused).
 #[pyfunction]
+#[pyo3(signature = (task, storage_options, table_uri, data, identity_slot=None))]
 pub fn prepare_changes(
     py: Python<'_>,
     task: &str,
     storage_options: HashMap<String, String>,
     table_uri: &str,
     data: &Bound<'_, PyAny>,
+    identity_slot: Option<u64>,
 ) -> PyResult<String> {
     let reader = super::write::stream_reader(data)?;
     py.detach(|| -> crate::Result<String> {
         let task: ChangeTask = serde_json::from_str(task).map_err(json_error("change task"))?;
+        let slot = identity_slot
+            .map(crate::write::data::rules::IdentitySlot::try_new)
+            .transpose()?;
         let store = TableStore::open(table_uri, &storage_options)?;
-        let prepared = block_on(task.write_stream(store, reader))??;
+        let prepared = block_on(task.write_stream(store, reader, slot))??;
         serde_json::to_string(&prepared).map_err(json_error("prepared changes"))
     })
     .map_err(to_py)

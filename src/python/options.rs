@@ -67,6 +67,7 @@ pub(super) struct ScanArgs {
     pub filter_rows: bool,
     pub split_size: Option<u64>,
     pub with_metadata: bool,
+    pub with_row_tracking: bool,
 }
 
 impl Default for ScanArgs {
@@ -78,6 +79,7 @@ impl Default for ScanArgs {
             filter_rows: true,
             split_size: None,
             with_metadata: false,
+            with_row_tracking: false,
         }
     }
 }
@@ -95,6 +97,7 @@ impl ScanArgs {
                 "filter_rows",
                 "split_size",
                 "with_metadata",
+                "with_row_tracking",
             ],
         )?;
         let d = Self::default();
@@ -105,6 +108,7 @@ impl ScanArgs {
             filter_rows: kw.get("filter_rows", d.filter_rows)?,
             split_size: kw.get("split_size", d.split_size)?,
             with_metadata: kw.get("with_metadata", d.with_metadata)?,
+            with_row_tracking: kw.get("with_row_tracking", d.with_row_tracking)?,
         })
     }
 }
@@ -117,6 +121,7 @@ impl ScanArgs {
             filter_rows: self.filter_rows,
             split_size: self.split_size,
             with_metadata: self.with_metadata,
+            with_row_tracking: self.with_row_tracking,
         })
     }
 }
@@ -291,6 +296,8 @@ pub(super) struct WriteArgs {
     pub predicate: Option<String>,
     /// Schema evolution: "merge" or "overwrite".
     pub schema_mode: Option<String>,
+    /// `write_files`: the writer's slot for identity values.
+    pub identity_slot: Option<u64>,
 }
 
 impl Default for WriteArgs {
@@ -307,6 +314,7 @@ impl Default for WriteArgs {
             cluster_by: Vec::new(),
             predicate: None,
             schema_mode: None,
+            identity_slot: None,
         }
     }
 }
@@ -329,6 +337,7 @@ impl WriteArgs {
                 "cluster_by",
                 "predicate",
                 "schema_mode",
+                "identity_slot",
             ],
         )?;
         let d = Self::default();
@@ -345,6 +354,7 @@ impl WriteArgs {
             target_file_size: kw.get("target_file_size", d.target_file_size)?,
             rows_per_file: kw.get("rows_per_file", d.rows_per_file)?,
             row_group_rows: kw.get("row_group_rows", d.row_group_rows)?,
+            identity_slot: kw.get("identity_slot", d.identity_slot)?,
         })
     }
 }
@@ -366,6 +376,10 @@ impl WriteArgs {
                 row_group_rows: self.row_group_rows,
             },
             cluster_by: self.cluster_by,
+            identity_slot: self
+                .identity_slot
+                .map(crate::write::data::rules::IdentitySlot::try_new)
+                .transpose()?,
         };
         Ok((options, self.schema_ipc))
     }

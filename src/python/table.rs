@@ -152,7 +152,7 @@ impl RawDeltaTable {
     /// file the filter cannot rule out, or several per file larger than
     /// `split_size` bytes. Options (keywords): `columns`, `filter` (SQL
     /// text) or `filter_json` (an expression tree's JSON), `filter_rows`,
-    /// `split_size`, `with_metadata`.
+    /// `split_size`, `with_metadata`, `with_row_tracking`.
     #[pyo3(signature = (**options))]
     fn scan_tasks(
         &self,
@@ -175,6 +175,23 @@ impl RawDeltaTable {
             .collect::<crate::Result<Vec<_>>>()
         })
         .map_err(to_py)
+    }
+
+    /// The Arrow schema a scan (or its tasks) of `columns` (all when None)
+    /// returns; with `row_tracking`, `_row_id` and `_row_commit_version`
+    /// after them (an error for a table that does not track rows).
+    #[pyo3(signature = (columns=None, row_tracking=false))]
+    fn scan_schema(
+        &self,
+        columns: Option<Vec<String>>,
+        row_tracking: bool,
+    ) -> PyResult<ArrowSchema> {
+        let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
+        if row_tracking {
+            spec.row_tracking =
+                Some(crate::scan::RowTrackingColumns::of(&self.snapshot).map_err(to_py)?);
+        }
+        Ok(ArrowSchema::new(spec.output_schema().map_err(to_py)?))
     }
 
     /// Change data feed tasks (JSON strings) of a version range, and the

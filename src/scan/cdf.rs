@@ -224,6 +224,9 @@ pub async fn plan_changes(
                     commit_version: version,
                     commit_timestamp: timestamp,
                 }),
+                row_tracking: None,
+                base_row_id: None,
+                default_row_commit_version: None,
             });
         }
     }

@@ -59,7 +59,8 @@ pub const ROW_COMMIT_VERSION_COLUMN: &str = "_row_commit_version";
 /// Where a table that tracks rows keeps them: the hidden columns rewritten
 /// files materialize row ids and commit versions in
 /// (`delta.rowTracking.materialized…ColumnName`; None when not named).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Scan tasks carry them to the executors as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RowTrackingColumns {
     pub row_id: Option<String>,
     pub row_commit_version: Option<String>,

@@ -14,7 +14,7 @@ use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::cdf::{self, ChangedRows};
 use crate::log::schema::{ColumnMappingMode, StructField, StructType};
-use crate::scan::{stream_file, BatchStream, DeletedRows, ScanFile, ScanSpec};
+use crate::scan::{stream_file, BatchStream, DeletedRows, RowTrackingColumns, ScanFile, ScanSpec};
 use crate::table::dv;
 use crate::table::snapshot::Snapshot;
 use futures::{StreamExt, TryStreamExt};
@@ -58,6 +58,18 @@ pub struct ScanTask {
     /// `_commit_timestamp` columns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<TaskChange>,
+    /// Add the `_row_id` and `_row_commit_version` columns (a table that
+    /// tracks rows): the table's materialized column names, read where the
+    /// file holds them, else computed from the two fields below as the
+    /// driver-side scan does ([`ScanSpec::row_tracking`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_tracking: Option<RowTrackingColumns>,
+    /// The file's `baseRowId` (row tracking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_row_id: Option<i64>,
+    /// The file's `defaultRowCommitVersion` (row tracking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_row_commit_version: Option<i64>,
 }
 
 /// What a change data feed task reads (see [`crate::log::cdf`]).
@@ -152,7 +164,7 @@ impl ScanTask {
             with_metadata_columns: self.with_metadata,
             filter,
             filter_rows: self.filter_rows,
-            row_tracking: None,
+            row_tracking: self.row_tracking.clone(),
         })
     }
 
@@ -172,8 +184,8 @@ impl ScanTask {
             partition_values: self.partition_values.clone(),
             deletion_vector: self.deletion_vector.clone(),
             row_groups: self.row_groups.clone(),
-            base_row_id: None,
-            default_row_commit_version: None,
+            base_row_id: self.base_row_id,
+            default_row_commit_version: self.default_row_commit_version,
         };
         let spec = self.spec()?;
         let Some(change) = &self.change else {
@@ -277,6 +289,9 @@ pub struct TaskOptions {
     pub split_size: Option<u64>,
     /// Tasks return the `_row_index` and `_file_path` columns too.
     pub with_metadata: bool,
+    /// Tasks return the `_row_id` and `_row_commit_version` columns too
+    /// (an error for a table that does not track rows).
+    pub with_row_tracking: bool,
 }
 
 /// Tasks for the live files of `snapshot`: one per file, or several per file
@@ -288,6 +303,9 @@ pub async fn plan_tasks(
     options: &TaskOptions,
 ) -> Result<Vec<ScanTask>> {
     let mut spec = ScanSpec::for_snapshot(snapshot, options.columns.clone());
+    if options.with_row_tracking {
+        spec.row_tracking = Some(RowTrackingColumns::of(snapshot)?);
+    }
     spec.output_schema()?; // unknown columns fail here, on the driver
     if let Some(filter) = &options.filter {
         spec.filter = Some(Arc::new(Predicate::bind(
@@ -324,6 +342,9 @@ pub async fn plan_tasks(
             filter_rows: options.filter_rows,
             with_metadata: options.with_metadata,
             change: None,
+            row_tracking: spec.row_tracking.clone(),
+            base_row_id: f.base_row_id,
+            default_row_commit_version: f.default_row_commit_version,
         })
         .collect())
 }

@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::conflict::{added_row_conflict, FileChange, ReadSet, RebaseFile};
+use super::data::rules::IdentitySlot;
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::live_files;
 use super::row_deletes::{self, DeleteChanges, DeleteOptions, PreparedFile};
@@ -653,8 +654,14 @@ impl ChangeTask {
         })
     }
 
-    /// A change writer for this task at `store`.
-    pub fn writer(&self, store: TableStore) -> Result<ChangeWriter> {
+    /// A change writer for this task at `store`; identity values of
+    /// inserted rows are handed out in `identity_slot` (none: refused, as
+    /// they could collide with another task's).
+    pub fn writer(
+        &self,
+        store: TableStore,
+        identity_slot: Option<IdentitySlot>,
+    ) -> Result<ChangeWriter> {
         let mut writer = ChangeWriter::try_new(
             store,
             TableLayout::of(&self.protocol, &self.metadata)?,
@@ -670,19 +677,24 @@ impl ChangeTask {
                 ..Default::default()
             },
         )?;
-        // One of many tasks: identity values would collide across them.
+        // One of many tasks: identity values only in the task's own slot.
         writer.writer.rules.distributed = true;
+        if let Some(slot) = identity_slot {
+            writer.writer.rules.set_identity_slot(slot);
+        }
         Ok(writer)
     }
 
-    /// Write a whole change stream; on a failure, the files written so far
+    /// Write a whole change stream (identity values in `identity_slot`,
+    /// see [`ChangeTask::writer`]); on a failure, the files written so far
     /// are removed.
     pub async fn write_stream<R: arrow_array::RecordBatchReader>(
         &self,
         store: TableStore,
         reader: R,
+        identity_slot: Option<IdentitySlot>,
     ) -> Result<PreparedChanges> {
-        let mut writer = self.writer(store)?;
+        let mut writer = self.writer(store, identity_slot)?;
         let written = async {
             for batch in reader {
                 let batch = batch.map_err(|e| stream_error(e.to_string()))?;

@@ -15,6 +15,7 @@ use arrow_array::RecordBatchReader;
 
 use super::append::{append_files_with, check_appendable};
 use super::create::{create_table, CreateOptions};
+use super::data::rules::{Identity, IdentitySlot};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::overwrite::{overwrite_files, OverwriteOptions};
 use crate::error::{Error, Result};
@@ -110,6 +111,9 @@ pub struct WriteOptions {
     pub predicate: Option<String>,
     /// Schema evolution of an existing table.
     pub schema_mode: Option<SchemaMode>,
+    /// [`write_files`]: which of the writers of one commit this one is;
+    /// identity values are handed out in its slot (none: refused).
+    pub identity_slot: Option<IdentitySlot>,
 }
 
 impl Default for WriteOptions {
@@ -123,6 +127,7 @@ impl Default for WriteOptions {
             cluster_by: Vec::new(),
             predicate: None,
             schema_mode: None,
+            identity_slot: None,
         }
     }
 }
@@ -381,12 +386,15 @@ fn data_schema(
 }
 
 /// Write the batches of `reader` as data files laid out as `layout`; on a
-/// failure the files written so far are removed.
+/// failure the files written so far are removed. A `distributed` writer
+/// (one of several for one commit) hands out identity values only in
+/// `options.identity_slot`.
 async fn write_layout<R: RecordBatchReader>(
     store: &TableStore,
     reader: R,
     layout: TableLayout,
     options: &WriteOptions,
+    distributed: bool,
 ) -> Result<(Vec<Add>, Vec<(String, i64)>)> {
     // replaceWhere: every new row must satisfy the predicate (Delta Spark's
     // constraint check, on by default); bound to the layout's schema.
@@ -401,6 +409,12 @@ async fn write_layout<R: RecordBatchReader>(
         None => None,
     };
     let mut writer = DataWriter::try_new(store.clone(), layout, options.writer.clone())?;
+    if distributed {
+        writer.rules.distributed = true;
+        if let Some(slot) = options.identity_slot {
+            writer.rules.set_identity_slot(slot);
+        }
+    }
     let written = async {
         // The data's schema is checked before anything is written.
         writer.check_schema(&reader.schema())?;
@@ -442,7 +456,9 @@ fn check_replace_where(predicate: &Predicate, batch: &arrow_array::RecordBatch) 
 
 /// Write the batches of `reader` as data files for the table at `store`,
 /// without committing them; their add actions. On a failure the files
-/// written so far are removed.
+/// written so far are removed. Identity values are handed out only with
+/// `options.identity_slot` (distinct for each writer of one commit; see
+/// [`IdentitySlot`]); [`commit_files`] raises the high-water marks.
 pub async fn write_files<R: RecordBatchReader>(
     store: &TableStore,
     reader: R,
@@ -455,18 +471,120 @@ pub async fn write_files<R: RecordBatchReader>(
         return Ok(Vec::new());
     }
     refuse_mapped_create(&target)?;
-    let (adds, marks) = write_layout(store, reader, target.layout, options).await?;
-    if let Some((column, _)) = marks.first() {
-        // Files committed apart (by commit_files, maybe with other tasks'
-        // files) cannot carry the identity high-water mark.
-        let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
-        let _ = remove_files(store, &paths).await;
-        return Err(Error::Unsupported(format!(
-            "identity column '{column}' needs new values, which deltadv hands out only when \
-             it writes and commits in one call (write_table)"
-        )));
-    }
+    let (adds, _) = write_layout(store, reader, target.layout, options, true).await?;
     Ok(adds)
+}
+
+/// The high-water marks identity columns of `layout` need after `adds`
+/// are committed: per column, the largest value the files hold (the
+/// smallest for a negative step), from their stats, else from the parquet
+/// footers' column statistics. As Delta Spark's identity stats tracker,
+/// for files written apart (Spark tasks, [`write_files`]).
+async fn identity_marks_of(
+    store: &TableStore,
+    layout: &TableLayout,
+    adds: &[Add],
+) -> Result<Vec<(String, i64)>> {
+    let mut marks = Vec::new();
+    for (pos, field) in layout.schema.fields.iter().enumerate() {
+        let Some(id) = Identity::of(pos, field)? else {
+            continue;
+        };
+        let physical = field.physical_name(layout.mode)?;
+        let mut extreme: Option<i64> = None;
+        for add in adds {
+            let value = match stats_extreme(add, physical, id.step)? {
+                Stat::Known(v) => v,
+                Stat::Unknown => footer_extreme(store, add, physical, id.step).await?,
+            };
+            extreme = match (extreme, value) {
+                (Some(a), Some(b)) => Some(if id.step > 0 { a.max(b) } else { a.min(b) }),
+                (a, b) => a.or(b),
+            };
+        }
+        if let Some(mark) = extreme {
+            marks.push((id.name.clone(), mark));
+        }
+    }
+    Ok(marks)
+}
+
+/// What a file's stats say of a column's extreme value.
+enum Stat {
+    /// The value (None: the file holds no non-null value).
+    Known(Option<i64>),
+    /// The stats do not cover the column.
+    Unknown,
+}
+
+/// The largest (`step` > 0) or smallest value of the long column
+/// `physical` in the stats of `add`.
+fn stats_extreme(add: &Add, physical: &str, step: i64) -> Result<Stat> {
+    let Some(text) = add.stats.as_deref() else {
+        return Ok(Stat::Unknown);
+    };
+    let stats: serde_json::Value = serde_json::from_str(text).map_err(|source| Error::Json {
+        context: format!("stats of {}", add.path),
+        source,
+    })?;
+    let rows = stats.get("numRecords").and_then(serde_json::Value::as_i64);
+    let nulls = stats
+        .pointer(&format!(
+            "/nullCount/{}",
+            physical.replace('~', "~0").replace('/', "~1")
+        ))
+        .and_then(serde_json::Value::as_i64);
+    if rows == Some(0) || (rows.is_some() && rows == nulls) {
+        return Ok(Stat::Known(None));
+    }
+    let key = if step > 0 { "maxValues" } else { "minValues" };
+    Ok(stats
+        .get(key)
+        .and_then(|m| m.get(physical))
+        .and_then(serde_json::Value::as_i64)
+        .map_or(Stat::Unknown, |v| Stat::Known(Some(v))))
+}
+
+/// [`stats_extreme`] from the parquet footer of the file of `add`: every
+/// row group with rows must have statistics of the column.
+async fn footer_extreme(
+    store: &TableStore,
+    add: &Add,
+    physical: &str,
+    step: i64,
+) -> Result<Option<i64>> {
+    use parquet::file::statistics::Statistics;
+    let path = normalize_path(&add.path);
+    let size = u64::try_from(add.size).unwrap_or(0);
+    let meta = crate::scan::load_metadata_for(store, &path, size).await?;
+    let mut extreme: Option<i64> = None;
+    for (i, rg) in meta.metadata().row_groups().iter().enumerate() {
+        let chunk = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().parts() == [physical.to_string()]);
+        let value = match chunk.and_then(|c| c.statistics()) {
+            Some(Statistics::Int64(s)) => {
+                if step > 0 {
+                    s.max_opt().copied()
+                } else {
+                    s.min_opt().copied()
+                }
+            }
+            _ if rg.num_rows() == 0 => None,
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "identity column {physical:?}: {path} has no statistics of it (row group \
+                     {i}), so its values cannot raise the high-water mark"
+                )))
+            }
+        };
+        extreme = match (extreme, value) {
+            (Some(a), Some(b)) => Some(if step > 0 { a.max(b) } else { a.min(b) }),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(extreme)
 }
 
 /// Column mapping assigns random physical names: files written by
@@ -544,10 +662,22 @@ pub async fn commit_files(
     schema: Option<&StructType>,
     options: &WriteOptions,
 ) -> Result<u64> {
-    match target(store, schema, options).await.and_then(|t| {
-        refuse_mapped_create(&t)?;
-        Ok(t)
-    }) {
+    let prepared = async {
+        let mut target = target(store, schema, options).await?;
+        refuse_mapped_create(&target)?;
+        if let (false, Some(s)) = (target.skip, &target.snapshot) {
+            // Identity values the files hold (written apart, e.g. by Spark
+            // tasks in their slots): the marks rise past them in this commit.
+            let marks = identity_marks_of(store, &target.layout, &adds).await?;
+            let base = target.metadata.as_ref().unwrap_or(s.metadata());
+            let raised = super::data::rules::with_high_water_marks(base, &marks)?;
+            if raised != *base {
+                target.metadata = Some(raised);
+            }
+        }
+        Ok::<_, Error>(target)
+    };
+    match prepared.await {
         Ok(target) => commit_to(store, target, adds, schema, options).await,
         Err(e) => {
             let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
@@ -573,7 +703,7 @@ pub async fn write_table<R: RecordBatchReader>(
     if let (true, Some(s)) = (target.skip, &target.snapshot) {
         return Ok(s.version());
     }
-    let (adds, marks) = write_layout(store, reader, target.layout.clone(), options).await?;
+    let (adds, marks) = write_layout(store, reader, target.layout.clone(), options, false).await?;
     if let (false, Some(s)) = (marks.is_empty(), &target.snapshot) {
         // Identity values handed out: their high-water marks go into the
         // commit's metadata (a concurrent metadata change then conflicts).

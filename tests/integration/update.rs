@@ -178,7 +178,7 @@ fn change_streams_update_delete_and_insert_in_one_commit() {
         Some(vec!["update", "delete", "insert"]),
     );
     let reader = RecordBatchIterator::new(vec![Ok(batch.clone())], batch.schema());
-    let prepared = block_on(task.write_stream(store.clone(), reader))
+    let prepared = block_on(task.write_stream(store.clone(), reader, None))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -263,7 +263,7 @@ fn malformed_change_streams_are_refused_and_leave_nothing() {
             RecordBatch::try_new(good.schema(), cols).unwrap()
         };
         let reader = RecordBatchIterator::new(vec![Ok(good), Ok(batch)], task_schema());
-        let err = block_on(task.write_stream(store.clone(), reader))
+        let err = block_on(task.write_stream(store.clone(), reader, None))
             .unwrap()
             .unwrap_err()
             .to_string();

@@ -117,16 +117,27 @@ def compact_runner(table_uri: str, storage_options: dict[str, str]) -> Body:
     return run
 
 
+def task_slot() -> int | None:
+    """This Spark task's partition index: its slot for identity values (distinct
+    across the tasks of one stage; see :func:`deltadv.write.write_files`). None
+    outside a Spark task (on the driver)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return None if context is None else context.partitionId()
+
+
 def change_writer(task: ChangeTask) -> Body:
     """The mapInArrow body of UPDATE/MERGE: the partition's change stream into
-    ``task.prepare`` (new data files + one DV file); one row with its result."""
+    ``task.prepare`` (new data files + one DV file; identity values in the task's
+    slot); one row with its result."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
         if first is None:
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
-        prepared = task.prepare(data)
+        prepared = task.prepare(data, task_slot())
         yield pa.record_batch([pa.array([prepared], pa.string())], names=["prepared"])
 
     return write

@@ -43,6 +43,10 @@ Options (keys are case-insensitive, as everywhere in Spark):
                               without an offset)
 ``endingVersion`` /           its last commit (default: the latest), by version or as
 ``endingTimestamp``           the last commit at or before a time
+``withRowTracking``           ``true`` to add each row's ``_row_id`` and
+                              ``_row_commit_version`` (tables with row tracking; Delta
+                              Spark's ``_metadata.row_id`` / ``row_commit_version``),
+                              computed on the executors from what each task carries
 ============================  =========================================================
 
 Any other option is an error, so a misspelt one cannot be silently ignored.
@@ -114,6 +118,8 @@ __all__ = [
 FORMAT_NAME = "deltadv"
 #: The columns a Change Data Feed read adds after the table's.
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+#: The columns ``withRowTracking`` adds after the table's.
+ROW_TRACKING_COLUMNS = ("_row_id", "_row_commit_version")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 STORAGE_PREFIX = "storage."
@@ -123,6 +129,7 @@ TIMESTAMP_KEY = "timestampasof"
 PUSHDOWN_KEY = "filterpushdown"
 SPLIT_SIZE_KEY = "splitsize"
 CDF_KEY = "readchangefeed"
+ROW_TRACKING_KEY = "withrowtracking"
 CDF_RANGE_KEYS = ("startingversion", "endingversion", "startingtimestamp", "endingtimestamp")
 # Spark adds `path` for load(path); `paths` only for load([...]), which we refuse.
 KNOWN_KEYS = frozenset(
@@ -133,6 +140,7 @@ KNOWN_KEYS = frozenset(
         PUSHDOWN_KEY,
         SPLIT_SIZE_KEY,
         CDF_KEY,
+        ROW_TRACKING_KEY,
         *CDF_RANGE_KEYS,
         *VERSION_KEYS,
     }
@@ -236,7 +244,8 @@ def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
     if unknown:
         raise ValueError(
             f"deltadv: unknown option(s) {sorted(unknown)}; expected path, version, versionAsOf, "
-            "timestampAsOf, splitSize, filterPushdown, readChangeFeed, startingVersion, "
+            "timestampAsOf, splitSize, filterPushdown, readChangeFeed, withRowTracking, "
+            "startingVersion, "
             "endingVersion, startingTimestamp, endingTimestamp, storage.<KEY> or "
             "AWS_*/AZURE_*/GOOGLE_* keys"
         )
@@ -317,6 +326,16 @@ def _change_feed(options: Mapping[str, str]) -> dict[str, Any] | None:
     return feed
 
 
+def _row_tracking(options: Mapping[str, str]) -> bool:
+    """Whether the options ask for ``_row_id`` and ``_row_commit_version``."""
+    value = options.get(ROW_TRACKING_KEY, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: withRowTracking must be true or false, not {value!r}")
+    if value == "true" and options.get(CDF_KEY, "false").strip().lower() == "true":
+        raise ValueError("deltadv: withRowTracking reads the table's rows, not readChangeFeed")
+    return value == "true"
+
+
 def _pushdown_enabled(options: Mapping[str, str]) -> bool:
     value = options.get(PUSHDOWN_KEY, "false").strip().lower()
     if value not in ("true", "false"):
@@ -357,11 +376,15 @@ class DeltaDVDataSource(DataSource):
         if feed is not None:
             schema, _ = self._pinned().cdf_tasks(**feed)
             return from_arrow_schema(schema, prefer_timestamp_ntz=True)
-        return from_arrow_schema(self._pinned().schema(), prefer_timestamp_ntz=True)
+        table = self._pinned()
+        tracked = _row_tracking(self.options)
+        schema = table.scan_schema(with_row_tracking=True) if tracked else table.schema()
+        return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         _storage_options(self.options)  # reject bad options before planning
         _split_size(self.options)
+        _row_tracking(self.options)
         packing = (self._parallelism, self._max_partition_bytes)
         if _change_feed(self.options) is not None:
             options = dict(self.options)
@@ -411,7 +434,10 @@ class DeltaDVPlainReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         table = _open_table(self.options)
+        tracked = _row_tracking(self.options)
         names = self.schema.fieldNames()
+        if tracked:  # added by the tasks, after the table's columns
+            names = [n for n in names if n not in ROW_TRACKING_COLUMNS]
         table_names = table.schema().names
         missing = [n for n in names if n not in table_names]
         if missing:
@@ -422,7 +448,13 @@ class DeltaDVPlainReader(DataSourceReader):
         # filter_rows=False: the predicate only prunes (files, row groups); Spark applies
         # every filter to the rows, and a filter that does not bind just prunes nothing.
         split = self._split()
-        tasks = table.scan_tasks(columns, self.predicate, filter_rows=False, split_size=split)
+        tasks = table.scan_tasks(
+            columns,
+            self.predicate,
+            filter_rows=False,
+            split_size=split,
+            with_row_tracking=tracked,
+        )
         return _packed(tasks, split, self.parallelism)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -30,6 +30,7 @@ from deltadv.spark._tasks import (
     split_size,
     task_frame,
     task_reader,
+    task_slot,
     to_arrow_schema,
 )
 from deltadv.spark.merge import DeltaMergeBuilder, column_expressions
@@ -470,7 +471,9 @@ def write_table(
     (:func:`deltadv.write.write_files`), which writes parquet data files with
     Delta stats straight to the table's storage and returns their add actions;
     the driver commits them all at once (:func:`deltadv.write.commit_files`),
-    which removes them if the commit fails."""
+    which removes them if the commit fails. Identity columns get values in each
+    task's slot (its partition index), and the commit raises their high-water
+    marks past them."""
     from deltadv.write import commit_files, write_files
 
     parts = list(partition_by or [])
@@ -494,6 +497,7 @@ def write_table(
             configuration=conf,
             enable_deletion_vectors=enable_deletion_vectors,
             target_file_size=target_file_size,
+            identity_slot=task_slot(),
         )
         if adds:
             yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])

@@ -11,6 +11,21 @@ column picks each row's clause -- the first of its kind whose condition holds
 (new values + ``_change``) is repartitioned by data file, and each executor
 task writes new data files and ONE DV file (:class:`deltadv.ChangeTask`); the
 driver commits once, as a MERGE with Delta Spark's parameters and metrics.
+
+Concurrent commits (Delta Spark's conflict rules, checked by the Rust
+transaction): a MERGE with NOT MATCHED [BY SOURCE] clauses depends on the whole
+table, so a data file another writer added meanwhile conflicts
+(``CommitConflictError``) unless that writer was a blind append (``INSERT``,
+``write_table(mode="append")``) under the default ``WriteSerializable`` isolation
+and the MERGE changes no metadata (schema evolution, identity high-water marks);
+a MERGE without them depends only on the files it read. Delta Spark's MERGE does
+the same on an unpartitioned table. Two differences: Delta Spark narrows the read
+set by the condition's target-only partition predicates (``t.part = 'a' AND ...``:
+files added to other partitions do not conflict), where this MERGE still reads the
+whole table (stricter); and deltadv's in-process MERGE
+(:meth:`deltadv.DeltaTable.merge`) checks the added files' rows against its
+source keys before conflicting, which this one does not (its source keys stay in
+Spark).
 """
 
 from __future__ import annotations
@@ -26,7 +41,7 @@ import pyarrow.compute as pc
 
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
-from deltadv.spark._tasks import split_size, task_frame, to_arrow_schema
+from deltadv.spark._tasks import split_size, task_frame, task_slot, to_arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -185,10 +200,13 @@ def _target_rows(
 
 
 def _counting_writer(
-    task: ChangeTask,
+    task: ChangeTask, driver_slot: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow body: count rows per clause, drop the clause column, write
-    the rest with ``task``; one row with the prepared JSON and the counts."""
+    the rest with ``task``; one row with the prepared JSON and the counts.
+    Identity values of inserted rows are handed out in the Spark task's slot (its
+    partition index), or ``driver_slot`` when run on the driver (a slot no task
+    of the stage has)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         counts: dict[int, int] = {}
@@ -223,7 +241,8 @@ def _counting_writer(
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
         started = _now_ms()
-        prepared = task.prepare(data)
+        slot = task_slot()
+        prepared = task.prepare(data, driver_slot if slot is None else slot)
         # prepare() pulls the stream: its time is the join's and the write's.
         ms = _now_ms() - started
         ids = pc.unique(pa.chunked_array(matched, pa.int64())).to_pylist() if matched else []
@@ -713,7 +732,9 @@ class _SparkMerge:
         # coalescing gives each writer whole files, without a shuffle.
         whole_files = self.fast and all(t.row_groups is None for t in self.tasks)
         grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
-        writer = _counting_writer(change_task)
+        # The stage has at most `parts` tasks (0 .. parts-1): the driver's own
+        # writes (the inserts below) take slot `parts`.
+        writer = _counting_writer(change_task, parts)
         try:
             out: list[Any] = grouped.mapInArrow(
                 writer, "prepared string, counts string, ms long, matched string"

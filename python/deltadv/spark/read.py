@@ -49,6 +49,7 @@ def read(
     ending_version: int | None = None,
     starting_timestamp: datetime | str | None = None,
     ending_timestamp: datetime | str | None = None,
+    with_row_tracking: bool = False,
 ) -> DataFrame:
     """Read a Delta table (deletion vectors applied) into a Spark DataFrame.
 
@@ -65,6 +66,14 @@ def read(
     ``ending_version``/``ending_timestamp`` (see :meth:`deltadv.DeltaTable.load_cdf`):
     one Spark task per changed file, the table's columns (or ``columns``) then
     ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
+
+    ``with_row_tracking=True`` (tables with row tracking) adds each row's
+    ``_row_id`` and ``_row_commit_version`` after the columns, as
+    :meth:`deltadv.DeltaTable.scan` does: the values Delta Spark shows as
+    ``_metadata.row_id`` and ``_metadata.row_commit_version``. Each task carries
+    its file's ``baseRowId`` and ``defaultRowCommitVersion`` (and the table's
+    materialized column names), and the executors compute them. A table without
+    row tracking raises ``ValueError``.
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -78,8 +87,14 @@ def read(
         change_data_feed,
         (starting_version, ending_version),
         (starting_timestamp, ending_timestamp),
+        with_row_tracking,
     )
     if change_data_feed:
+        if with_row_tracking:
+            raise ValueError(
+                "with_row_tracking reads the table's rows, not its change data feed "
+                "(change_data_feed=True)"
+            )
         if version is not None:
             raise ValueError("a change data feed read takes starting/ending versions, not version")
         table = _LocalTable(table_uri, storage_options=storage_options)
@@ -96,12 +111,18 @@ def read(
     tasks = None
     if isinstance(filter, str):
         try:
-            tasks = table.scan_tasks(columns, filter, filter_rows=False, split_size=size)
+            tasks = table.scan_tasks(
+                columns,
+                filter,
+                filter_rows=False,
+                split_size=size,
+                with_row_tracking=with_row_tracking,
+            )
         except UnsupportedPredicateError:
             tasks = None  # outside deltadv's predicate subset: Spark alone filters
     if tasks is None:
-        tasks = table.scan_tasks(columns, split_size=size)
-    arrow_schema = table.scan_schema(columns)
+        tasks = table.scan_tasks(columns, split_size=size, with_row_tracking=with_row_tracking)
+    arrow_schema = table.scan_schema(columns, with_row_tracking=with_row_tracking)
     df = _read_tasks(spark, tasks, from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True))
     return df.filter(filter) if filter is not None else df
 
@@ -125,6 +146,7 @@ def _check_read_args(
     change_data_feed: Any,
     versions: tuple[Any, Any],
     timestamps: tuple[Any, Any],
+    with_row_tracking: Any,
 ) -> None:
     """``read()``'s arguments checked by type (TypeError naming the argument)."""
     from pyspark.sql import Column
@@ -142,6 +164,7 @@ def _check_read_args(
             "ending_version": (versions[1], int, True),
             "starting_timestamp": (timestamps[0], (datetime, str), True),
             "ending_timestamp": (timestamps[1], (datetime, str), True),
+            "with_row_tracking": (with_row_tracking, bool, False),
         },
         where="deltadv.spark.read",
     )

@@ -298,6 +298,39 @@ pub struct Identity {
     pub allow_explicit_insert: bool,
     /// The last value this write handed out.
     issued: Option<i64>,
+    /// A distributed writer's slot and the values it has handed out in it
+    /// (see [`IdentitySlot`]).
+    slot: Option<(IdentitySlot, u64)>,
+}
+
+/// Bits of an identity value's offset a distributed writer numbers its own
+/// rows in: writer `index` hands out `base + step * ((index << 33) + k)` for
+/// its k-th row (k < 2^33), so writers of one commit never collide without
+/// coordinating. This is the layout of Spark's `monotonically_increasing_id`
+/// (a PySpark task knows its partition index, not the partition count Delta
+/// Spark's `GenerateIdentityValues` interleaves by); writer 0 hands out what
+/// a single writer does (`base`, `base + step`, ...).
+pub const IDENTITY_SLOT_BITS: u32 = 33;
+
+/// Which of several writers for one commit (Spark tasks, `write_files`
+/// calls) this one is: its partition index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdentitySlot(u64);
+
+impl IdentitySlot {
+    /// The largest index: `index << 33` must stay below 2^63.
+    pub const MAX_INDEX: u64 = (1 << (63 - IDENTITY_SLOT_BITS)) - 1;
+
+    /// Writer `index`'s slot (at most [`IdentitySlot::MAX_INDEX`]).
+    pub fn try_new(index: u64) -> Result<IdentitySlot> {
+        if index > Self::MAX_INDEX {
+            return Err(Error::InvalidArgument(format!(
+                "identity slot {index} is too large (at most {})",
+                Self::MAX_INDEX
+            )));
+        }
+        Ok(IdentitySlot(index))
+    }
 }
 
 fn json_i64(field: &StructField, key: &str) -> Result<Option<i64>> {
@@ -338,6 +371,7 @@ impl Identity {
             high_water_mark: json_i64(field, IDENTITY_HIGH_WATER_MARK_KEY)?,
             allow_explicit_insert,
             issued: None,
+            slot: None,
         }))
     }
 
@@ -350,6 +384,9 @@ impl Identity {
                 self.name, self.start, self.step
             ))
         };
+        if let Some((slot, used)) = self.slot {
+            return self.next_values_in_slot(slot, used, n);
+        }
         let mut out = Vec::with_capacity(n);
         let mut last = self.issued.or(self.high_water_mark);
         for _ in 0..n {
@@ -363,6 +400,50 @@ impl Identity {
         if n > 0 {
             self.issued = last;
         }
+        Ok(out)
+    }
+
+    /// The next `n` values of a distributed writer: `base + step * ((slot
+    /// << 33) + k)` for its k-th value, `base` the value after the
+    /// high-water mark (or the start).
+    fn next_values_in_slot(&mut self, slot: IdentitySlot, used: u64, n: usize) -> Result<Vec<i64>> {
+        let overflow = || {
+            Error::InvalidArgument(format!(
+                "identity column '{}' overflows a long (start {}, step {}, slot {})",
+                self.name, self.start, self.step, slot.0
+            ))
+        };
+        let count = u64::try_from(n).map_err(|_| overflow())?;
+        let end = used.checked_add(count).ok_or_else(overflow)?;
+        if end > 1 << IDENTITY_SLOT_BITS {
+            return Err(Error::InvalidArgument(format!(
+                "identity column '{}': one writer hands out at most 2^{IDENTITY_SLOT_BITS} \
+                 values, this one needs {end}",
+                self.name
+            )));
+        }
+        let base = match self.high_water_mark {
+            None => self.start,
+            Some(mark) => mark.checked_add(self.step).ok_or_else(overflow)?,
+        };
+        // Offsets of the slot: slot << 33 plus k <= 2^33 stays below 2^63.
+        let offset = |k: u64| i64::try_from((slot.0 << IDENTITY_SLOT_BITS) + k);
+        let (first, last) = (
+            offset(used).map_err(|_| overflow())?,
+            offset(end).map_err(|_| overflow())?,
+        );
+        let out: Vec<i64> = (first..last)
+            .map(|o| {
+                self.step
+                    .checked_mul(o)
+                    .and_then(|d| base.checked_add(d))
+                    .ok_or_else(overflow)
+            })
+            .collect::<Result<_>>()?;
+        if let Some(last) = out.last() {
+            self.issued = Some(*last);
+        }
+        self.slot = Some((slot, end));
         Ok(out)
     }
 
@@ -398,7 +479,8 @@ pub struct RowRules {
     /// values are those of inserted rows, filled here.
     pub change_rows: bool,
     /// The writer is one of several writing for one commit (Spark tasks):
-    /// identity values cannot be handed out without duplicates.
+    /// identity values are handed out only in an [`IdentitySlot`] given
+    /// with [`RowRules::set_identity_slot`] (else they would collide).
     pub distributed: bool,
 }
 
@@ -460,6 +542,14 @@ impl RowRules {
             change_rows: false,
             distributed: false,
         })
+    }
+
+    /// Hand out identity values in `slot`: unique across the writers of
+    /// one commit, each given its own slot.
+    pub fn set_identity_slot(&mut self, slot: IdentitySlot) {
+        for id in &mut self.identity {
+            id.slot = Some((slot, 0));
+        }
     }
 
     /// Whether the column at `pos` gets values when the data leaves it out.
@@ -535,10 +625,11 @@ impl RowRules {
             if !fill {
                 continue;
             }
-            if self.distributed {
+            if self.distributed && id.slot.is_none() {
                 return Err(Error::Unsupported(format!(
-                    "identity column '{}' needs new values, which deltadv hands out in one \
-                     writer only (write in one process: write_table, DeltaTable.update/merge)",
+                    "identity column '{}' needs new values, which one of several writers \
+                     hands out only in its own slot (write_files(identity_slot=...), the \
+                     task's partition index), else they would collide",
                     id.name
                 )));
             }
@@ -677,7 +768,9 @@ fn collect_invariants(fields: &[StructField], out: &mut Vec<String>) -> Result<(
     Ok(())
 }
 
-/// `metadata` with the identity columns' high-water marks set to `marks`.
+/// `metadata` with the identity columns' high-water marks raised to
+/// `marks` (several marks of one column, from several writers: the one
+/// furthest in step order; a mark never goes back, as in Delta Spark).
 pub fn with_high_water_marks(
     metadata: &crate::log::actions::Metadata,
     marks: &[(String, i64)],
@@ -689,6 +782,11 @@ pub fn with_high_water_marks(
             .iter_mut()
             .find(|f| f.name == *name)
             .ok_or_else(|| Error::Internal(format!("identity column {name} not in the schema")))?;
+        let step = json_i64(field, IDENTITY_STEP_KEY)?.unwrap_or(1);
+        let beyond = |old: i64| if step > 0 { *mark > old } else { *mark < old };
+        if json_i64(field, IDENTITY_HIGH_WATER_MARK_KEY)?.is_some_and(|old| !beyond(old)) {
+            continue;
+        }
         field
             .metadata
             .insert(IDENTITY_HIGH_WATER_MARK_KEY.to_string(), Value::from(*mark));
@@ -919,5 +1017,87 @@ mod tests {
             e.contains("Generated Column (y <=> YEAR(ts))") && e.contains("in UTC"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn distributed_writers_hand_out_values_in_their_slots() {
+        let field = |step: i64, mark: Option<i64>| {
+            let mut f = StructField::new("id", DataType::Long, true).with_metadata([
+                (IDENTITY_START_KEY, json!(10)),
+                (IDENTITY_STEP_KEY, json!(step)),
+            ]);
+            if let Some(m) = mark {
+                f.metadata
+                    .insert(IDENTITY_HIGH_WATER_MARK_KEY.into(), json!(m));
+            }
+            f
+        };
+        let slot = |i| IdentitySlot::try_new(i).unwrap();
+        // writer 0 hands out what one writer does, from the mark on
+        let mut a = Identity::of(0, &field(5, Some(20))).unwrap().unwrap();
+        a.slot = Some((slot(0), 0));
+        assert_eq!(a.next_values(2).unwrap(), vec![25, 30]);
+        assert_eq!(a.next_values(1).unwrap(), vec![35]);
+        assert_eq!(a.new_high_water_mark(), Some(35));
+        // writer 3: 2^33 * 3 steps further, on the start/step grid
+        let mut b = Identity::of(0, &field(5, Some(20))).unwrap().unwrap();
+        b.slot = Some((slot(3), 0));
+        let far = 25 + 5 * (3i64 << 33);
+        assert_eq!(b.next_values(2).unwrap(), vec![far, far + 5]);
+        // a negative step goes down; the mark is the smallest value
+        let mut c = Identity::of(0, &field(-2, None)).unwrap().unwrap();
+        c.slot = Some((slot(1), 0));
+        assert_eq!(
+            c.next_values(2).unwrap(),
+            vec![10 - 2 * (1 << 33), 8 - 2 * (1 << 33)]
+        );
+        // the commit keeps the mark furthest in step order, never going back
+        let meta = |f: StructField| crate::log::actions::Metadata {
+            id: "t".into(),
+            name: None,
+            description: None,
+            format: Default::default(),
+            schema_string: StructType::new(vec![f]).to_schema_string(),
+            partition_columns: vec![],
+            configuration: HashMap::new(),
+            created_time: None,
+        };
+        let mark_of = |m: &crate::log::actions::Metadata| {
+            let f = StructType::parse(&m.schema_string).unwrap().fields[0].clone();
+            Identity::of(0, &f).unwrap().unwrap().high_water_mark
+        };
+        let up = meta(field(5, Some(20)));
+        let marks = [
+            ("id".to_string(), 35),
+            ("id".into(), far + 5),
+            ("id".into(), 15),
+        ];
+        assert_eq!(
+            mark_of(&with_high_water_marks(&up, &marks).unwrap()),
+            Some(far + 5)
+        );
+        let down = meta(field(-2, Some(0)));
+        let marks = [("id".to_string(), -4), ("id".into(), 2), ("id".into(), -10)];
+        assert_eq!(
+            mark_of(&with_high_water_marks(&down, &marks).unwrap()),
+            Some(-10)
+        );
+        // the slot index and the values per writer are bounded
+        assert!(IdentitySlot::try_new(IdentitySlot::MAX_INDEX + 1).is_err());
+        let mut full = Identity::of(0, &field(1, None)).unwrap().unwrap();
+        full.slot = Some((slot(0), (1 << IDENTITY_SLOT_BITS) - 1));
+        assert!(full.next_values(1).is_ok());
+        assert!(full.next_values(1).is_err());
+        // a distributed writer without a slot refuses to hand out values
+        let mut rules = RowRules::new(&schema(), &HashMap::new()).unwrap();
+        rules.distributed = true;
+        let mut cols = columns(vec![Some(1)]);
+        let e = rules.apply(&mut cols, 1, &[0]).unwrap_err().to_string();
+        assert!(e.contains("identity_slot"), "{e}");
+        rules.set_identity_slot(slot(2));
+        let mut cols = columns(vec![Some(1)]);
+        rules.apply(&mut cols, 1, &[0]).unwrap();
+        let id = cols[3].as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(id.value(0), 10 + 5 * (2i64 << 33));
     }
 }
