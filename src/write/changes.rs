@@ -150,9 +150,12 @@ pub struct ChangeWriter {
 /// inserted rows get NULL in both, as Delta Spark writes them.
 ///
 /// The old row's id comes with the row when the stream carries
-/// [`ROW_ID_COLUMN`] (the in-process UPDATE and MERGE read it in their scan
-/// of the target rows); else (Spark's change tasks) it is read here, once
-/// per touched file.
+/// [`ROW_ID_COLUMN`] (the in-process MERGE reads it in its scan of the
+/// target rows), or is the materialized value the stream carries in the
+/// materialized row-id column (the in-process UPDATE reads that column with
+/// the rows), else the file's `baseRowId` + the row's index; else (Spark's
+/// change tasks) the materialized values are read here, once per touched
+/// file.
 struct RowTracking {
     id: String,
     version: String,
@@ -203,6 +206,28 @@ impl RowTracking {
             self.materialized.insert(key.clone(), values);
         }
         Ok(self.resolve(targets, rows))
+    }
+
+    /// The ids of the old rows `rows` whose materialized values came with
+    /// them (`materialized`, row for row): that value where not null, else
+    /// the file's `baseRowId` + the index.
+    fn resolve_carried(
+        &self,
+        targets: &HashMap<String, Add>,
+        rows: &[Option<(String, u64)>],
+        materialized: &[Option<i64>],
+    ) -> Int64Array {
+        rows.iter()
+            .zip(materialized)
+            .map(|(row, value)| {
+                let (key, index) = row.as_ref()?;
+                if value.is_some() {
+                    return *value;
+                }
+                let base = targets.get(key)?.base_row_id?;
+                i64::try_from(*index).ok().map(|i| base + i)
+            })
+            .collect()
     }
 
     /// [`RowTracking::row_ids`] once the touched files' materialized ids
@@ -387,6 +412,13 @@ impl ChangeWriter {
         self.tracking.is_some()
     }
 
+    /// The materialized row-id column the new rows' ids go to (the table
+    /// tracks rows): a stream may bring the old rows' values of it, under
+    /// that name, instead of their ids.
+    pub fn materialized_row_id_column(&self) -> Option<&str> {
+        self.tracking.as_ref().map(|t| t.id.as_str())
+    }
+
     /// Take one batch of the stream.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let n = batch.num_rows();
@@ -395,6 +427,13 @@ impl ChangeWriter {
         }
         let changes = change_kinds(batch)?;
         let carried_ids = optional_column::<Int64Array>(batch, ROW_ID_COLUMN)?;
+        // The materialized row-id column, when the stream carries the
+        // target rows' values of it (the in-process UPDATE reads it).
+        let carried_materialized = match &self.tracking {
+            Some(t) => optional_column::<Int64Array>(batch, &t.id)?,
+            None => None,
+        };
+        let mut materialized: Vec<Option<i64>> = Vec::new();
         let paths = optional_column::<StringArray>(batch, FILE_PATH_COLUMN)?;
         let indexes = optional_column::<Int64Array>(batch, ROW_INDEX_COLUMN)?;
         let mut keep = Vec::with_capacity(n);
@@ -407,6 +446,7 @@ impl ChangeWriter {
                     self.counts.inserted += 1;
                     if self.tracking.is_some() {
                         old_rows.push(None);
+                        materialized.push(None);
                     }
                     continue;
                 }
@@ -445,6 +485,8 @@ impl ChangeWriter {
             }
             if self.tracking.is_some() && *change == RowChange::Update {
                 old_rows.push(Some((key.clone(), index)));
+                materialized
+                    .push(carried_materialized.and_then(|m| m.is_valid(i).then(|| m.value(i))));
             }
             if let (RowChange::Update, Some(cd)) = (change, self.change_data.as_mut()) {
                 cd.updated.entry(key).or_default().insert(index);
@@ -476,6 +518,9 @@ impl ChangeWriter {
                                 .then(|| carried.value(i))
                         })
                         .collect(),
+                    None if carried_materialized.is_some() => {
+                        t.resolve_carried(&self.targets, &old_rows, &materialized)
+                    }
                     None => {
                         t.row_ids(&self.store, self.mode, &self.targets, &old_rows)
                             .await?
@@ -579,14 +624,20 @@ impl ChangeWriter {
         Ok(())
     }
 
-    /// The table's columns of `batch` (metadata and change columns dropped).
+    /// The table's columns of `batch` (metadata and change columns, and
+    /// materialized row tracking columns carried in, dropped).
     fn table_part(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let schema = batch.schema();
         let keep: Vec<usize> = (0..schema.fields().len())
             .filter(|i| {
                 schema.fields().get(*i).is_some_and(|f| {
                     let name = f.name();
-                    name != FILE_PATH_COLUMN
+                    let materialized = self
+                        .tracking
+                        .as_ref()
+                        .is_some_and(|t| *name == t.id || *name == t.version);
+                    !materialized
+                        && name != FILE_PATH_COLUMN
                         && name != ROW_INDEX_COLUMN
                         && name != CHANGE_COLUMN
                         && name != ROW_ID_COLUMN
@@ -1293,6 +1344,13 @@ mod row_tracking_tests {
             Some(("c".to_string(), 1)),
         ];
         let ids = t.resolve(&targets, &rows);
+        let got: Vec<Option<i64>> = ids.iter().collect();
+        assert_eq!(got, [Some(103), None, Some(7), Some(201), Some(9), None]);
+        // The same values carried with the rows (as the UPDATE scan reads
+        // them): nothing loaded, same ids.
+        t.materialized.clear();
+        let carried = [None, None, Some(7), None, Some(9), None];
+        let ids = t.resolve_carried(&targets, &rows, &carried);
         let got: Vec<Option<i64>> = ids.iter().collect();
         assert_eq!(got, [Some(103), None, Some(7), Some(201), Some(9), None]);
     }

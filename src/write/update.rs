@@ -12,8 +12,8 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use super::changes::{
-    assign_values, check_can_rewrite, commit_changes_since, dml_metadata, row_ids_in_scan,
-    ChangeWriter, DmlMetrics, DmlOperation, DmlOptions,
+    assign_values, check_can_rewrite, commit_changes_since, dml_metadata, ChangeWriter, DmlMetrics,
+    DmlOperation, DmlOptions,
 };
 use super::data::rules::{refuse_identity_update, ColumnValues};
 use super::data::TableLayout;
@@ -21,7 +21,7 @@ use super::{live_files, READ_CONCURRENCY};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Predicate, ValueExpr};
 use crate::log::actions::Add;
-use crate::log::schema::ColumnMappingMode;
+use crate::log::schema::{ColumnMappingMode, DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanSpec};
 use crate::table::snapshot::Snapshot;
 
@@ -72,8 +72,13 @@ pub async fn update_where(
         options.delete.clone(),
         options.writer.clone(),
     )?;
-    // Updated rows keep their ids: read with the rows (no second read).
-    spec.row_tracking = row_ids_in_scan(snapshot, writer.tracks_rows())?;
+    // Updated rows keep their ids: the materialized row-id column is read
+    // with the rows (NULL where a file has none), no second read.
+    if let Some(id) = writer.materialized_row_id_column() {
+        spec.schema
+            .fields
+            .push(StructField::internal(id, DataType::Long));
+    }
     // Time spent writing (the rest of the loop waits for reads).
     let mut rewrite = std::time::Duration::ZERO;
     let written = async {
