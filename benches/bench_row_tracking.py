@@ -4,9 +4,9 @@ Builds (under ``--dir``, default /tmp/deltadv-bench-row-tracking) two tables wit
 same ``--rows`` rows (default 2,000,000: ``id`` long, ``s`` string, ``x`` double,
 ``k`` = id % 100 int) in
 ``--files`` files (default 8), both written by deltadv's ``write_table`` with deletion
-vectors on; ``rt/`` also has ``delta.enableRowTracking=true`` (so an UPDATE writes the
-materialized row-id column of the updated rows and reads that column of each touched
-file), ``plain/`` does not.
+vectors on; ``rt/`` also has ``delta.enableRowTracking=true`` (so an UPDATE reads each
+updated row's id in its scan, with the row, and writes it to the materialized row-id
+column), ``plain/`` does not.
 
 Timed, each run on a fresh copy of the table (the copy is not timed), in rounds that
 rotate the order: ``deltadv.DeltaTable(t).update({"x": "x + 1"}, "k = 7")``

@@ -4,7 +4,9 @@
 //! Both come down to one stream of changed rows. Each row carries the table's
 //! columns (its new values), and the data file and physical row index of the
 //! target row it replaces (`_file_path`, `_row_index`, null for an insert);
-//! an optional `_change` column says what happens to it:
+//! on a table that tracks rows, optionally that row's id (`_row_id`, as
+//! the scan gives it: else the writer reads it); an optional `_change`
+//! column says what happens to it:
 //!
 //! | `_change`           | the old row (file, index)  | the new values          |
 //! |---------------------|----------------------------|-------------------------|
@@ -62,7 +64,10 @@ use crate::log::actions::{Action, Add, Cdc};
 use crate::log::cdf::{self, ChangeType};
 use crate::log::features;
 use crate::log::path::normalize_path;
-use crate::scan::{self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::scan::{
+    self, DeletedRows, ScanSpec, FILE_PATH_COLUMN, ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN,
+    ROW_INDEX_COLUMN,
+};
 use crate::table::snapshot::Snapshot;
 
 /// The optional column of a change stream saying what a row does.
@@ -113,6 +118,11 @@ pub struct PreparedChanges {
     /// mark), committed in the table's metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub identity_high_water_marks: Vec<(String, i64)>,
+    /// The materialized row tracking columns (row id, row commit version)
+    /// the new rows were written with, on a table that tracks rows: the
+    /// commit names them in the table's metadata when it does not yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_tracking_columns: Option<[String; 2]>,
 }
 
 /// Consumes a change stream: new rows into data files, old rows into one DV
@@ -139,6 +149,14 @@ pub struct ChangeWriter {
 /// keep their row id (written to the materialized row-id column) and get the
 /// commit's version (NULL in the materialized row-commit-version column);
 /// inserted rows get NULL in both, as Delta Spark writes them.
+///
+/// The old row's id comes with the row when the stream carries
+/// [`ROW_ID_COLUMN`] (the in-process MERGE reads it in its scan of the
+/// target rows), or is the materialized value the stream carries in the
+/// materialized row-id column (the in-process UPDATE reads that column with
+/// the rows), else the file's `baseRowId` + the row's index; else (Spark's
+/// change tasks) the materialized values are read here, once per touched
+/// file.
 struct RowTracking {
     id: String,
     version: String,
@@ -189,6 +207,28 @@ impl RowTracking {
             self.materialized.insert(key.clone(), values);
         }
         Ok(self.resolve(targets, rows))
+    }
+
+    /// The ids of the old rows `rows` whose materialized values came with
+    /// them (`materialized`, row for row): that value where not null, else
+    /// the file's `baseRowId` + the index.
+    fn resolve_carried(
+        &self,
+        targets: &HashMap<String, Add>,
+        rows: &[Option<(String, u64)>],
+        materialized: &[Option<i64>],
+    ) -> Int64Array {
+        rows.iter()
+            .zip(materialized)
+            .map(|(row, value)| {
+                let (key, index) = row.as_ref()?;
+                if value.is_some() {
+                    return *value;
+                }
+                let base = targets.get(key)?.base_row_id?;
+                i64::try_from(*index).ok().map(|i| base + i)
+            })
+            .collect()
     }
 
     /// [`RowTracking::row_ids`] once the touched files' materialized ids
@@ -367,6 +407,19 @@ impl ChangeWriter {
         })
     }
 
+    /// Whether the new rows carry row ids (the table tracks rows): a stream
+    /// may then bring each old row's id in [`ROW_ID_COLUMN`].
+    pub fn tracks_rows(&self) -> bool {
+        self.tracking.is_some()
+    }
+
+    /// The materialized row-id column the new rows' ids go to (the table
+    /// tracks rows): a stream may bring the old rows' values of it, under
+    /// that name, instead of their ids.
+    pub fn materialized_row_id_column(&self) -> Option<&str> {
+        self.tracking.as_ref().map(|t| t.id.as_str())
+    }
+
     /// Take one batch of the stream.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let n = batch.num_rows();
@@ -374,6 +427,14 @@ impl ChangeWriter {
             return Ok(());
         }
         let changes = change_kinds(batch)?;
+        let carried_ids = optional_column::<Int64Array>(batch, ROW_ID_COLUMN)?;
+        // The materialized row-id column, when the stream carries the
+        // target rows' values of it (the in-process UPDATE reads it).
+        let carried_materialized = match &self.tracking {
+            Some(t) => optional_column::<Int64Array>(batch, &t.id)?,
+            None => None,
+        };
+        let mut materialized: Vec<Option<i64>> = Vec::new();
         let paths = optional_column::<StringArray>(batch, FILE_PATH_COLUMN)?;
         let indexes = optional_column::<Int64Array>(batch, ROW_INDEX_COLUMN)?;
         let mut keep = Vec::with_capacity(n);
@@ -386,6 +447,7 @@ impl ChangeWriter {
                     self.counts.inserted += 1;
                     if self.tracking.is_some() {
                         old_rows.push(None);
+                        materialized.push(None);
                     }
                     continue;
                 }
@@ -424,6 +486,8 @@ impl ChangeWriter {
             }
             if self.tracking.is_some() && *change == RowChange::Update {
                 old_rows.push(Some((key.clone(), index)));
+                materialized
+                    .push(carried_materialized.and_then(|m| m.is_valid(i).then(|| m.value(i))));
             }
             if let (RowChange::Update, Some(cd)) = (change, self.change_data.as_mut()) {
                 cd.updated.entry(key).or_default().insert(index);
@@ -443,9 +507,26 @@ impl ChangeWriter {
         let data = self.writer.fill_identity(&data)?;
         match self.tracking.as_mut() {
             Some(t) => {
-                let ids = t
-                    .row_ids(&self.store, self.mode, &self.targets, &old_rows)
-                    .await?;
+                let ids = match carried_ids {
+                    // The old rows' ids came with them (updates only: an
+                    // insert gets a fresh id).
+                    Some(carried) => changes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c != RowChange::Delete)
+                        .map(|(i, c)| {
+                            (*c == RowChange::Update && carried.is_valid(i))
+                                .then(|| carried.value(i))
+                        })
+                        .collect(),
+                    None if carried_materialized.is_some() => {
+                        t.resolve_carried(&self.targets, &old_rows, &materialized)
+                    }
+                    None => {
+                        t.row_ids(&self.store, self.mode, &self.targets, &old_rows)
+                            .await?
+                    }
+                };
                 let versions =
                     arrow_array::new_null_array(&arrow_schema::DataType::Int64, ids.len());
                 let mut fields: Vec<arrow_schema::FieldRef> =
@@ -544,14 +625,24 @@ impl ChangeWriter {
         Ok(())
     }
 
-    /// The table's columns of `batch` (metadata and change columns dropped).
+    /// The table's columns of `batch` (metadata and change columns, and
+    /// materialized row tracking columns carried in, dropped).
     fn table_part(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let schema = batch.schema();
         let keep: Vec<usize> = (0..schema.fields().len())
             .filter(|i| {
                 schema.fields().get(*i).is_some_and(|f| {
                     let name = f.name();
-                    name != FILE_PATH_COLUMN && name != ROW_INDEX_COLUMN && name != CHANGE_COLUMN
+                    let materialized = self
+                        .tracking
+                        .as_ref()
+                        .is_some_and(|t| *name == t.id || *name == t.version);
+                    !materialized
+                        && name != FILE_PATH_COLUMN
+                        && name != ROW_INDEX_COLUMN
+                        && name != CHANGE_COLUMN
+                        && name != ROW_ID_COLUMN
+                        && name != ROW_COMMIT_VERSION_COLUMN
                 })
             })
             .collect();
@@ -565,6 +656,10 @@ impl ChangeWriter {
         let mut out = self.counts.clone();
         out.adds = self.writer.finish().await?;
         out.identity_high_water_marks = self.writer.identity_high_water_marks();
+        out.row_tracking_columns = self
+            .tracking
+            .as_ref()
+            .map(|t| [t.id.clone(), t.version.clone()]);
         self.write_old_rows().await?;
         if let Some(cd) = self.change_data.as_mut() {
             out.cdc = cd.writer.finish_change_data().await?;
@@ -642,9 +737,7 @@ impl ChangeTask {
             .collect::<Result<_>>()?;
         Ok(ChangeTask {
             protocol: snapshot.protocol().clone(),
-            metadata: options
-                .new_metadata
-                .clone()
+            metadata: dml_metadata(snapshot, options.new_metadata.as_ref())
                 .unwrap_or_else(|| snapshot.metadata().clone()),
             targets,
             dvs,
@@ -770,6 +863,45 @@ pub struct DmlMetrics {
     pub rebases: u32,
     pub checkpointed: bool,
     pub checkpoint_error: Option<String>,
+}
+
+/// The metadata an UPDATE or MERGE on `snapshot` writes its rows in and
+/// commits: `new_metadata` (a MERGE's evolved schema) or the table's, with
+/// the materialized row tracking columns named when the table tracks rows
+/// (`delta.enableRowTracking`) without naming them, as Delta Spark names
+/// them ([`features::name_row_tracking_columns`]): updated rows keep their
+/// ids in those columns, and the names are committed with them. None when
+/// the table's metadata stays as it is.
+pub(crate) fn dml_metadata(
+    snapshot: &Snapshot,
+    new_metadata: Option<&crate::log::actions::Metadata>,
+) -> Option<crate::log::actions::Metadata> {
+    let mut metadata = new_metadata
+        .cloned()
+        .unwrap_or_else(|| snapshot.metadata().clone());
+    let props = features::properties::TableProperties::of(&metadata);
+    let needs_names =
+        props.enable_row_tracking() && props.materialized_row_tracking_columns().is_none();
+    let named = needs_names
+        && features::name_row_tracking_columns(
+            snapshot.protocol(),
+            snapshot.metadata(),
+            &mut metadata,
+        );
+    (named || new_metadata.is_some()).then_some(metadata)
+}
+
+/// The scan columns an UPDATE or MERGE reads the target rows with when its
+/// writer keeps row ids (`tracks`): [`ROW_ID_COLUMN`] comes with each row,
+/// from the materialized column the table names or `baseRowId` + index.
+pub(crate) fn row_ids_in_scan(
+    snapshot: &Snapshot,
+    tracks: bool,
+) -> Result<Option<scan::RowTrackingColumns>> {
+    if !tracks || !features::is_supported(snapshot.protocol(), "rowTracking") {
+        return Ok(None);
+    }
+    scan::RowTrackingColumns::of(snapshot).map(Some)
 }
 
 /// Check that deltadv may UPDATE or MERGE this table; whether with DVs.
@@ -985,7 +1117,18 @@ pub(super) async fn commit_changes_since(
     let mut adds = Vec::new();
     let mut cdc = Vec::new();
     let mut marks: Vec<(String, i64)> = Vec::new();
+    let mut names: Option<[String; 2]> = None;
     for p in prepared {
+        if let Some(n) = p.row_tracking_columns {
+            if names.as_ref().is_some_and(|m| *m != n) {
+                return Err(Error::InvalidArgument(format!(
+                    "the change tasks of one {} wrote different materialized row tracking \
+                     columns ({names:?} and {n:?}): they must come from one change task",
+                    operation.name()
+                )));
+            }
+            names = Some(n);
+        }
         marks.extend(p.identity_high_water_marks);
         counts.updated += p.updated;
         counts.deleted += p.deleted;
@@ -1006,9 +1149,19 @@ pub(super) async fn commit_changes_since(
         .collect();
     let committed = async {
         let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
+        let metadata = committed_metadata(snapshot, options.new_metadata.as_ref(), names)?;
         let targets = row_deletes::prepared_targets(snapshot, files, dvs).await?;
+        let rows = DeleteChanges::new(snapshot, targets, &options.delete, dvs, started);
+        // A copy-on-write rewrite keeps ids in the columns this commit names.
+        let rows = match &metadata {
+            Some(m) => rows.with_row_tracking(super::optimize::row_tracking_columns(
+                snapshot.protocol(),
+                m,
+            )),
+            None => rows,
+        };
         let mut changes = DmlChanges {
-            rows: DeleteChanges::new(snapshot, targets, &options.delete, dvs, started),
+            rows,
             adds,
             cdc,
             counts,
@@ -1019,14 +1172,14 @@ pub(super) async fn commit_changes_since(
             added_check,
         };
         let mut txn = Transaction::new(snapshot, operation.name())?;
-        if let Some(m) = &options.new_metadata {
+        if let Some(m) = &metadata {
             txn = txn.with_metadata(m.clone());
         }
         if !marks.is_empty() {
             // The identity values handed out: the new high-water marks in
             // the same commit (a concurrent one that changed the metadata
             // is then a conflict, as in Delta Spark).
-            let base = options.new_metadata.as_ref().unwrap_or(snapshot.metadata());
+            let base = metadata.as_ref().unwrap_or(snapshot.metadata());
             txn = txn.with_metadata(super::data::rules::with_high_water_marks(base, &marks)?);
         }
         let txn = txn
@@ -1055,6 +1208,43 @@ pub(super) async fn commit_changes_since(
             other
         }
     }
+}
+
+/// The metadata an UPDATE or MERGE commits: `new_metadata` (or the
+/// table's) with the materialized row tracking columns its writers wrote
+/// (`names`) named, when it does not name them yet; None when the table's
+/// metadata stays. Writers that used other names than the table's are an
+/// error (their rows would not be found under the table's names).
+fn committed_metadata(
+    snapshot: &Snapshot,
+    new_metadata: Option<&crate::log::actions::Metadata>,
+    names: Option<[String; 2]>,
+) -> Result<Option<crate::log::actions::Metadata>> {
+    let Some([id, version]) = names else {
+        return Ok(new_metadata.cloned());
+    };
+    let mut metadata = new_metadata
+        .cloned()
+        .unwrap_or_else(|| snapshot.metadata().clone());
+    match features::properties::TableProperties::of(&metadata).materialized_row_tracking_columns() {
+        Some((a, b)) if a == id && b == version => return Ok(new_metadata.cloned()),
+        Some((a, b)) => {
+            return Err(Error::InvalidArgument(format!(
+                "the changes were written with the materialized row tracking columns \
+                 {id} / {version}, but the table names {a} / {b}"
+            )))
+        }
+        None => {}
+    }
+    metadata.configuration.insert(
+        features::properties::MATERIALIZED_ROW_ID.to_string(),
+        Some(id),
+    );
+    metadata.configuration.insert(
+        features::properties::MATERIALIZED_ROW_COMMIT_VERSION.to_string(),
+        Some(version),
+    );
+    Ok(Some(metadata))
 }
 
 /// Put the values of `set` (evaluated over `source`, row for row with
@@ -1166,6 +1356,13 @@ mod row_tracking_tests {
             Some(("c".to_string(), 1)),
         ];
         let ids = t.resolve(&targets, &rows);
+        let got: Vec<Option<i64>> = ids.iter().collect();
+        assert_eq!(got, [Some(103), None, Some(7), Some(201), Some(9), None]);
+        // The same values carried with the rows (as the UPDATE scan reads
+        // them): nothing loaded, same ids.
+        t.materialized.clear();
+        let carried = [None, None, Some(7), None, Some(9), None];
+        let ids = t.resolve_carried(&targets, &rows, &carried);
         let got: Vec<Option<i64>> = ids.iter().collect();
         assert_eq!(got, [Some(103), None, Some(7), Some(201), Some(9), None]);
     }

@@ -242,6 +242,16 @@ impl<'o> DeleteChanges<'o> {
         }
     }
 
+    /// With the materialized row tracking columns `columns` (those the
+    /// commit names, when it names them: an UPDATE or MERGE on a table that
+    /// did not) in place of the table's.
+    pub(super) fn with_row_tracking(mut self, columns: Option<[String; 2]>) -> Self {
+        if columns.is_some() {
+            self.row_tracking = columns;
+        }
+        self
+    }
+
     /// Whether it writes DVs (else it rewrites files).
     pub(super) fn writes_dvs(&self) -> bool {
         self.dvs

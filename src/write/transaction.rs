@@ -452,6 +452,11 @@ impl<'a> Transaction<'a> {
     ) -> Result<(Vec<Action>, Option<i64>)> {
         let protocol = self.new_protocol.as_ref().unwrap_or(&state.protocol);
         let mut metadata = self.new_metadata.clone();
+        if let Some(m) = metadata.as_mut() {
+            // As Delta Spark at every metadata update: a table that supports
+            // row tracking names its materialized columns.
+            features::name_row_tracking_columns(protocol, &state.metadata, m);
+        }
         let now = now_ms();
         let ict = in_commit_timestamp(state, metadata.as_mut(), version, now);
         if features::is_supported(protocol, "rowTracking") {

@@ -12,8 +12,8 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use super::changes::{
-    assign_values, check_can_rewrite, commit_changes_since, ChangeWriter, DmlMetrics, DmlOperation,
-    DmlOptions,
+    assign_values, check_can_rewrite, commit_changes_since, dml_metadata, ChangeWriter, DmlMetrics,
+    DmlOperation, DmlOptions,
 };
 use super::data::rules::{refuse_identity_update, ColumnValues};
 use super::data::TableLayout;
@@ -21,7 +21,7 @@ use super::{live_files, READ_CONCURRENCY};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Predicate, ValueExpr};
 use crate::log::actions::Add;
-use crate::log::schema::ColumnMappingMode;
+use crate::log::schema::{ColumnMappingMode, DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanSpec};
 use crate::table::snapshot::Snapshot;
 
@@ -57,14 +57,28 @@ pub async fn update_where(
         .filter_map(|f| live.get(&f.path).map(|l| l.add.clone()))
         .collect();
     let read_files: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+    // On a table that tracks rows without naming its materialized columns,
+    // the names are assigned here and committed with the rows.
+    let metadata = dml_metadata(snapshot, options.new_metadata.as_ref());
+    let layout = match &metadata {
+        Some(m) => TableLayout::of(snapshot.protocol(), m)?,
+        None => TableLayout::of_snapshot(snapshot),
+    };
     let mut writer = ChangeWriter::try_new(
         store.clone(),
-        TableLayout::of_snapshot(snapshot),
+        layout,
         targets,
         dvs,
         options.delete.clone(),
         options.writer.clone(),
     )?;
+    // Updated rows keep their ids: the materialized row-id column is read
+    // with the rows (NULL where a file has none), no second read.
+    if let Some(id) = writer.materialized_row_id_column() {
+        spec.schema
+            .fields
+            .push(StructField::internal(id, DataType::Long));
+    }
     // Time spent writing (the rest of the loop waits for reads).
     let mut rewrite = std::time::Duration::ZERO;
     let written = async {
@@ -94,6 +108,7 @@ pub async fn update_where(
         Value::String(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string())
     };
     let mut options = options.clone();
+    options.new_metadata = metadata;
     options.read_files = Some(read_files);
     options
         .extra_metrics

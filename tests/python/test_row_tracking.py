@@ -10,6 +10,7 @@ Expected values come from Delta Spark's twin table, never from deltadv."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,103 @@ def test_row_tracking_columns_need_a_tracking_table(tmp_path: Path) -> None:
     write_table(path, pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}))
     with pytest.raises(ValueError, match="rowTracking"):
         deltadv.DeltaTable(path).to_pyarrow_table(with_row_tracking=True)
+
+
+def _strip_row_tracking_names(path: str) -> None:
+    """Remove the materialized column names from the table's metaData (and
+    the checksum files that repeat it)."""
+    log = Path(path) / "_delta_log"
+    for crc in log.glob("*.crc"):
+        crc.unlink()
+    for commit in sorted(log.glob("*.json")):
+        lines = []
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "metaData" in action:
+                conf = action["metaData"]["configuration"]
+                conf.pop("delta.rowTracking.materializedRowIdColumnName", None)
+                conf.pop("delta.rowTracking.materializedRowCommitVersionColumnName", None)
+            lines.append(json.dumps(action))
+        commit.write_text("\n".join(lines) + "\n")
+
+
+def _named_columns(path: str) -> tuple[str, str]:
+    conf = deltadv.DeltaTable(path).metadata()["configuration"]
+    return (
+        conf["delta.rowTracking.materializedRowIdColumnName"],
+        conf["delta.rowTracking.materializedRowCommitVersionColumnName"],
+    )
+
+
+@pytest.mark.parametrize("dvs", [True, False], ids=["dvs", "copy_on_write"])
+def test_dml_names_the_materialized_columns_when_absent(
+    delta_spark: Any, tmp_path: Path, dvs: bool
+) -> None:
+    """A table with row tracking enabled whose metadata names no materialized
+    columns: deltadv's UPDATE and MERGE name them in their own commit's
+    metaData (``_row-id-col-<uuid>``, ``_row-commit-version-col-<uuid>``, as
+    Delta Spark names them) and keep the rows' ids in them.
+
+    Delta Spark names the columns at every metadata update of a table that
+    supports row tracking, so it never leaves this shape itself; the twin
+    "ours" is a Delta Spark table with the two names removed from its log,
+    the shape a writer that enables row tracking without naming the columns
+    leaves (deltalake 1.6 adds the feature without names through
+    ``alter.add_feature`` but refuses ``delta.enableRowTracking``)."""
+    spark = delta_spark
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for p in (ours, theirs):
+        spark.sql(
+            f"CREATE TABLE delta.`{p}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+            "'delta.enableRowTracking'='true', "
+            f"'delta.enableDeletionVectors'='{str(dvs).lower()}')"
+        )
+        for lo in (0, N // 2):
+            values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
+            spark.sql(f"INSERT INTO delta.`{p}` VALUES {values}")
+    _strip_row_tracking_names(ours)
+    conf = deltadv.DeltaTable(ours).metadata()["configuration"]
+    assert "delta.rowTracking.materializedRowIdColumnName" not in conf
+    assert conf["delta.enableRowTracking"] == "true"
+    # Delta Spark shows no _metadata.row_id without the names (it has none
+    # to read materialized ids from); the default ids are the same.
+    default_ids = "SELECT id, _metadata.base_row_id + _metadata.row_index AS rid FROM delta.`{}`"
+    spark.catalog.clearCache()
+    assert sorted(spark.sql(default_ids.format(ours)).collect()) == sorted(
+        spark.sql(default_ids.format(theirs)).collect()
+    )
+    version = deltadv.DeltaTable(ours).version()
+    m = deltadv.DeltaTable(ours).update(
+        {"s": "s || '-u'"}, "id IN (0, 7, 21, 35)", allow_copy_on_write=not dvs
+    )
+    assert m["num_updated_rows"] == 4
+    spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE id IN (0, 7, 21, 35)")
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    # the names came with the UPDATE's own commit, in Delta Spark's format
+    assert deltadv.DeltaTable(ours).version() == version + 1
+    rid, rcv = _named_columns(ours)
+    assert rid.startswith("_row-id-col-") and len(rid) == len("_row-id-col-") + 36
+    assert rcv.startswith("_row-commit-version-col-")
+    assert len(rcv) == len("_row-commit-version-col-") + 36
+    commit = (Path(ours) / "_delta_log" / f"{version + 1:020d}.json").read_text()
+    assert rid in commit and rcv in commit
+    # a MERGE on top: the ids it keeps come from the column the UPDATE named
+    source = pa.table({"id": pa.array([0, 3, 77], pa.int64()), "s": ["m0", "m3", "m77"]})
+    (
+        deltadv.DeltaTable(ours)
+        .merge(source, "t.id = s.id", "s", "t", allow_copy_on_write=not dvs)
+        .when_matched_update({"s": "s.s"})
+        .execute()
+    )
+    spark.createDataFrame(source.to_pandas()).createOrReplaceTempView("rt_named_src")
+    spark.sql(
+        f"MERGE INTO delta.`{theirs}` t USING rt_named_src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET s = s.s"
+    )
+    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    assert got == want
+    assert _named_columns(ours) == (rid, rcv)
+    assert _read_row_ids(ours) == got
+    _still_usable(spark, ours, got)
+    assert _named_columns(ours) == (rid, rcv)  # Delta Spark keeps them

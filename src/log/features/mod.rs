@@ -41,7 +41,8 @@ pub use properties::{
     REQUIRE_CHECKPOINT_PROTECTION_BEFORE, TYPE_CHANGES_KEY,
 };
 pub use protocol::{
-    drop_reader_writer_feature, merge_protocols, new_table_protocol, with_deletion_vectors,
+    drop_reader_writer_feature, merge_protocols, name_row_tracking_columns, new_table_protocol,
+    with_deletion_vectors,
 };
 pub use type_widening::{
     bounds_comparable, check_type_changes, type_change_supported, type_changes, TypeChange,
@@ -171,10 +172,12 @@ static FEATURES: &[Feature] = &[
     writer("identityColumns", Yes, Yes),
     // The transaction assigns row ids to new files and keeps those of files
     // re-added with a new DV (write::transaction); UPDATE/MERGE write the
-    // materialized row-id column of updated rows (write::changes). A
-    // copy-on-write rewrite gets new ids: refused while
-    // delta.enableRowTracking is true (see PROPERTY_RULES), allowed when the
-    // feature is merely supported.
+    // materialized row-id column of updated rows (write::changes), naming
+    // the materialized columns in the same commit when the table does not
+    // (protocol::name_row_tracking_columns). A copy-on-write DELETE keeps
+    // ids in those columns: refused while delta.enableRowTracking is true
+    // and they are not named (check_write), allowed when the feature is
+    // merely supported.
     writer("rowTracking", Yes, Yes),
     // Domains are left as they are.
     writer("domainMetadata", Yes, Yes),
@@ -415,17 +418,21 @@ pub fn check_append(p: &Protocol, metadata: &Metadata, _schema: &StructType) -> 
 
 /// How an UPDATE or MERGE on this table is to be written: `Ok(true)` with
 /// deletion vectors, `Ok(false)` by rewriting the touched files (only when
-/// `allow_copy_on_write`). Besides DELETE's rules, row tracking must be off
-/// (an updated row would get a new row id); the new rows follow the
-/// table's row rules as appended rows do (see [`check_append`]).
+/// `allow_copy_on_write`). DELETE's rules, judged on the metadata the
+/// UPDATE or MERGE commits: on a table tracking rows, the materialized row
+/// tracking columns named ([`name_row_tracking_columns`]), so a rewrite
+/// keeps row ids; the new rows follow the table's row rules as appended
+/// rows do (see [`check_append`]).
 pub fn plan_rewrite(
     p: &Protocol,
     metadata: &Metadata,
     _schema: &StructType,
     allow_copy_on_write: bool,
 ) -> Result<bool> {
-    check_write(p, metadata, WriteOperation::RewriteRows)?;
-    plan_delete(p, metadata, allow_copy_on_write)
+    let mut named = metadata.clone();
+    name_row_tracking_columns(p, metadata, &mut named);
+    check_write(p, &named, WriteOperation::RewriteRows)?;
+    plan_delete(p, &named, allow_copy_on_write)
 }
 
 /// Delta Spark's rule: deletion vectors may be written when the protocol
@@ -714,6 +721,10 @@ mod tests {
         );
         // supported but not enabled: a rewrite may assign new ids
         assert!(!plan_delete(&p_cow, &metadata(&[]), true).unwrap());
+        // UPDATE/MERGE name the columns in their commit: copy-on-write then
+        // keeps the ids.
+        let enabled = metadata(&[(ENABLE_ROW_TRACKING, "true")]);
+        assert!(!plan_rewrite(&p_cow, &enabled, &StructType::default(), true).unwrap());
     }
 
     #[test]

@@ -1,19 +1,54 @@
 //! Protocols a write builds or changes: a new table's, two merged (a
 //! write raising the protocol), one with deletion vectors added, and one
 //! with a reader-writer feature dropped (Delta Spark's fast DROP FEATURE
-//! downgrade). Pure: protocols in, a protocol out.
+//! downgrade), and the metadata a commit on a table tracking rows writes
+//! (the materialized row tracking columns named). Pure: protocols and
+//! metadata in, a protocol or metadata out.
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::properties::{
-    configured_true, ENABLE_CHANGE_DATA_FEED, ENABLE_IN_COMMIT_TIMESTAMPS, ENABLE_ROW_TRACKING,
+    configured_true, row_tracking_properties, ENABLE_CHANGE_DATA_FEED, ENABLE_IN_COMMIT_TIMESTAMPS,
+    ENABLE_ROW_TRACKING,
 };
 use super::{
     is_supported, reader_features, writer_features, READER_FEATURES_VERSION,
     WRITER_FEATURES_VERSION,
 };
-use crate::log::actions::Protocol;
+use crate::log::actions::{Metadata, Protocol};
 use crate::log::schema::StructType;
+/// Delta Spark's rule for the materialized row tracking columns
+/// (`MaterializedRowId` / `MaterializedRowCommitVersion`
+/// `.updateMaterializedColumnName`, run at every metadata update): once the
+/// protocol supports `rowTracking`, the metadata names both columns
+/// (`delta.rowTracking.materializedRowIdColumnName` = `_row-id-col-<uuid>`,
+/// `...RowCommitVersionColumnName` = `_row-commit-version-col-<uuid>`),
+/// assigned once and kept. `new` (the metadata being committed over `old`,
+/// the table's current one) gets each name `old` has, else its own, else a
+/// fresh one; Delta Spark would prefer a fresh name to `new`'s own when `old`
+/// lacks it, which only matters for a `new` named by a writer that already
+/// wrote rows in those columns (deltadv's DML names the columns before it
+/// writes). Returns whether `new` changed; nothing happens when the
+/// protocol does not support row tracking.
+pub fn name_row_tracking_columns(protocol: &Protocol, old: &Metadata, new: &mut Metadata) -> bool {
+    if !is_supported(protocol, "rowTracking") {
+        return false;
+    }
+    let mut changed = false;
+    for (key, fresh) in row_tracking_properties() {
+        let kept = old
+            .property(&key)
+            .or(new.property(&key))
+            .map(str::to_string);
+        let name = kept.unwrap_or(fresh);
+        if new.property(&key) != Some(name.as_str()) {
+            new.configuration.insert(key, Some(name));
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Writer features each legacy writer version (2..=6) implies (PROTOCOL.md);
 /// a version implies its own and every lower version's.
 pub(super) const LEGACY_WRITER_FEATURES: &[(i32, &[&str])] = &[
@@ -187,6 +222,65 @@ pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn row_tracking_columns_are_named_once_the_feature_is_supported() {
+        use super::super::properties::{MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID};
+        let meta = |pairs: &[(&str, &str)]| crate::log::actions::Metadata {
+            configuration: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                .collect(),
+            ..serde_json::from_value(serde_json::json!({
+                "id": "t", "format": {"provider": "parquet", "options": {}},
+                "schemaString": "{\"type\":\"struct\",\"fields\":[]}",
+                "partitionColumns": [], "configuration": {}
+            }))
+            .unwrap()
+        };
+        let supported = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 7,
+            reader_features: None,
+            writer_features: Some(vec!["domainMetadata".into(), "rowTracking".into()]),
+        };
+        // Missing: fresh names, Delta Spark's prefixes and a UUID.
+        let old = meta(&[(ENABLE_ROW_TRACKING, "true")]);
+        let mut new = old.clone();
+        assert!(name_row_tracking_columns(&supported, &old, &mut new));
+        let id = new.property(MATERIALIZED_ROW_ID).unwrap();
+        let version = new.property(MATERIALIZED_ROW_COMMIT_VERSION).unwrap();
+        let uuid =
+            |s: &str, prefix: &str| uuid::Uuid::parse_str(s.strip_prefix(prefix).unwrap()).is_ok();
+        assert!(uuid(id, "_row-id-col-"), "{id}");
+        assert!(uuid(version, "_row-commit-version-col-"), "{version}");
+        // Named: kept (the table's names win over the new metadata's).
+        let named = meta(&[
+            (MATERIALIZED_ROW_ID, "a"),
+            (MATERIALIZED_ROW_COMMIT_VERSION, "b"),
+        ]);
+        let mut again = named.clone();
+        assert!(!name_row_tracking_columns(&supported, &named, &mut again));
+        let mut other = meta(&[(MATERIALIZED_ROW_ID, "x")]);
+        assert!(name_row_tracking_columns(&supported, &named, &mut other));
+        assert_eq!(other.property(MATERIALIZED_ROW_ID), Some("a"));
+        assert_eq!(other.property(MATERIALIZED_ROW_COMMIT_VERSION), Some("b"));
+        // The new metadata's own names when the table has none.
+        let mut own = named.clone();
+        assert!(!name_row_tracking_columns(&supported, &old, &mut own));
+        assert_eq!(own.property(MATERIALIZED_ROW_ID), Some("a"));
+        // Without the feature: nothing.
+        let plain = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        };
+        let mut untouched = old.clone();
+        assert!(!name_row_tracking_columns(&plain, &old, &mut untouched));
+        assert_eq!(untouched, old);
+    }
+
     use std::collections::HashMap;
 
     use super::super::tests::protocol;

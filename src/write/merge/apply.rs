@@ -22,7 +22,7 @@ use super::plan::{duplicate_match_error, ClauseAction, ClauseCounts};
 use super::{arrow_error, invalid};
 use crate::error::{Error, Result};
 use crate::expr::value::true_only;
-use crate::scan::{self, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
+use crate::scan::{self, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_ID_COLUMN, ROW_INDEX_COLUMN};
 use crate::write::changes::{assign_values, CHANGE_COLUMN};
 
 /// The change stream's schema: the table's columns, nullable (a deleted
@@ -73,6 +73,25 @@ pub(super) enum Pass {
 }
 
 impl BoundMerge {
+    /// Carry each target row's id ([`ROW_ID_COLUMN`], read by the target
+    /// scan) in the change batches, after its index: the writer keeps the
+    /// ids of updated rows without reading them again.
+    pub(super) fn carry_row_ids(&mut self) {
+        let mut fields: Vec<Field> = self
+            .out_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let at = fields.len().saturating_sub(1); // before `_change`
+        fields.insert(at, Field::new(ROW_ID_COLUMN, ArrowType::Int64, true));
+        self.out_schema = Arc::new(Schema::new(fields));
+    }
+
+    fn carries_row_ids(&self) -> bool {
+        self.out_schema.index_of(ROW_ID_COLUMN).is_ok()
+    }
+
     /// Which clause of a group acts on each row of `eval` (a relation
     /// batch): one mask per clause (disjoint; the first whose condition
     /// holds), and the rows none acts on.
@@ -145,6 +164,10 @@ impl BoundMerge {
         rows: &RecordBatch,
     ) -> Result<RecordBatch> {
         let n = rows.num_rows();
+        let row_ids = match base.and_then(|b| b.column_by_name(ROW_ID_COLUMN)) {
+            Some(ids) => ids.clone(),
+            None => new_null_array(&ArrowType::Int64, n),
+        };
         let (mut columns, path, index): (Vec<ArrayRef>, ArrayRef, ArrayRef) = match base {
             Some(b) => {
                 let mut cols = Vec::with_capacity(self.table_fields.len());
@@ -196,6 +219,9 @@ impl BoundMerge {
         }
         columns.push(path);
         columns.push(index);
+        if self.carries_row_ids() {
+            columns.push(row_ids);
+        }
         columns.push(Arc::new(StringArray::from_iter_values(
             std::iter::repeat_n(change, n),
         )));

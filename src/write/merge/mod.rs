@@ -66,8 +66,8 @@ pub use self::plan::{
 };
 use self::source::{SourceChunks, SourceShape};
 use super::changes::{
-    check_can_rewrite, commit_changes_since, AddedRowsCheck, ChangeWriter, DmlMetrics,
-    DmlOperation, DmlOptions,
+    check_can_rewrite, commit_changes_since, dml_metadata, row_ids_in_scan, AddedRowsCheck,
+    ChangeWriter, DmlMetrics, DmlOperation, DmlOptions,
 };
 use super::data::TableLayout;
 use crate::error::{Error, Result};
@@ -152,16 +152,16 @@ pub async fn merge<R: RecordBatchReader>(
             (schema.clone(), Fields::from(fields))
         }
     };
-    let plan = Arc::new(BoundMerge::new(
+    let mut bound = BoundMerge::new(
         &merge_plan,
         snapshot.schema(),
         &shape.delta,
         &table,
         table_fields,
-    )?);
+    )?;
     // Read only the columns the MERGE needs (e.g. just the key for an upsert
     // whose UPDATE SET * assigns every column).
-    let needed = plan.target_columns();
+    let needed = bound.target_columns();
     scan_spec.columns = Some(
         snapshot
             .schema()
@@ -174,9 +174,12 @@ pub async fn merge<R: RecordBatchReader>(
     let store = snapshot.store().clone();
     let live = super::live_files(snapshot)?;
     let targets: Vec<crate::log::actions::Add> = live.values().map(|f| f.add.clone()).collect();
-    let layout = match &evolved {
+    // The evolved schema, and on a table that tracks rows without naming
+    // its materialized columns, their names: committed with the rows.
+    let metadata = dml_metadata(snapshot, evolved.as_ref().map(|(_, m)| m));
+    let layout = match &metadata {
         None => TableLayout::of_snapshot(snapshot),
-        Some((_, metadata)) => TableLayout::of(snapshot.protocol(), metadata)?,
+        Some(metadata) => TableLayout::of(snapshot.protocol(), metadata)?,
     };
     let mut writer = ChangeWriter::try_new(
         store.clone(),
@@ -186,6 +189,14 @@ pub async fn merge<R: RecordBatchReader>(
         options.delete.clone(),
         options.writer.clone(),
     )?;
+    // Updated rows keep their ids: the target scan reads them with the
+    // rows, and the change batches carry them to the writer.
+    let mut target_spec = scan_spec.clone();
+    target_spec.row_tracking = row_ids_in_scan(snapshot, writer.tracks_rows())?;
+    if target_spec.row_tracking.is_some() {
+        bound.carry_row_ids();
+    }
+    let plan = Arc::new(bound);
     let mut chunks = SourceChunks::new(source, shape, spec.source_chunk_bytes);
     let mut stats = RunStats::new(merge_plan.clauses().len());
     // Inserting, the MERGE reads the whole table; it keeps its source keys
@@ -199,7 +210,7 @@ pub async fn merge<R: RecordBatchReader>(
         snapshot,
         &plan,
         &mut chunks,
-        &scan_spec,
+        &target_spec,
         &mut writer,
         &mut stats,
         keys.as_mut(),
@@ -223,7 +234,7 @@ pub async fn merge<R: RecordBatchReader>(
         rewrite_ms: ms(stats.write_time),
     };
     let mut options = options.clone();
-    options.new_metadata = evolved.map(|(_, m)| m);
+    options.new_metadata = metadata;
     for (k, v) in merge_plan.metrics(&stats.counts, chunks.rows, &times) {
         options
             .extra_metrics
