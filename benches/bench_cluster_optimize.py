@@ -7,15 +7,19 @@ of (id, k, g, s, v, bucket = id % 100), ``k`` and ``g`` uniform random, written 
 k/g range), then ``--fraction`` (10%) of the rows deleted by deltadv with DVs
 (``bucket < 10``).
 The table is copied twice; one copy is clustered by ``DeltaTable.optimize()``
-(deltadv, this process), the other by ``OPTIMIZE delta.`...``` in a local[2]
+(deltadv, a child process), the other by ``OPTIMIZE delta.`...``` in a local[2]
 SparkSession (Delta Spark 4.4, started before the clock). Both with the same
 target file size (``--target-size``; Delta Spark's ``optimize.maxFileSize`` set
 to it). Checked after each: row count, no DV left, every file
 ``clusteringProvider="liquid"``. Printed: both times, the ratio (goal ≤ 0.5x at
 10M rows), and the mean normalised k/g box of the files before and after (lower
-is tighter).
+is tighter). deltadv's OPTIMIZE runs in a child process (timed inside it), so
+its peak RSS is printed too, next to the child's RSS before the OPTIMIZE;
+``--memory-budget`` sets its ``memory_budget`` (bytes of decoded rows a
+clustering run holds at once; default deltadv's, 1 GiB).
 
 Run:  .venv/bin/python benches/bench_cluster_optimize.py [--rows 10000000]
+      [--memory-budget BYTES]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,6 +84,32 @@ def live_adds(path: Path) -> list[dict]:
     return list(live.values())
 
 
+# deltadv's OPTIMIZE in a child process: its own time and peak RSS (KiB on Linux).
+CHILD = """
+import json, resource, sys, time
+import deltadv
+path, target, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) or None
+table = deltadv.DeltaTable(path)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+m = table.optimize(target_size=target, memory_budget=budget)
+seconds = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+files = m["num_added_files"]
+print(json.dumps({"seconds": seconds, "files": files, "before": before, "peak": peak}))
+"""
+
+
+def optimize_in_child(path: Path, target_size: int, memory_budget: int | None) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), str(target_size), str(memory_budget or 0)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def mean_box(path: Path) -> float:
     boxes = []
     for add in live_adds(path):
@@ -108,6 +139,9 @@ def main() -> None:
     ap.add_argument("--fraction", type=float, default=0.1)
     ap.add_argument("--target-size", type=int, default=8 << 20)
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
+    ap.add_argument(
+        "--memory-budget", type=int, default=None, help="deltadv's memory_budget (bytes)"
+    )
     args = ap.parse_args()
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench_cluster_"))
@@ -130,9 +164,8 @@ def main() -> None:
     spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(args.target_size))
     spark.range(1000).selectExpr("sum(id)").collect()  # JVM warm-up, off the clock
 
-    t = time.perf_counter()
-    metrics = deltadv.DeltaTable(str(ours)).optimize(target_size=args.target_size)
-    t_ours = time.perf_counter() - t
+    child = optimize_in_child(ours, args.target_size, args.memory_budget)
+    t_ours = child["seconds"]
     check(ours, live_rows, "deltadv")
 
     t = time.perf_counter()
@@ -142,8 +175,13 @@ def main() -> None:
 
     print(f"machine: {platform.machine()}, {platform.system()}; Spark local[2]")
     print(
-        f"deltadv OPTIMIZE:     {t_ours:7.2f}s  ({metrics['num_added_files']} files, "
+        f"deltadv OPTIMIZE:     {t_ours:7.2f}s  ({child['files']} files, "
         f"mean k/g box {mean_box(ours):.4f})"
+    )
+    budget = args.memory_budget or "default (1 GiB)"
+    print(
+        f"deltadv peak RSS:     {child['peak'] / 1024:7.1f} MiB (process before OPTIMIZE: "
+        f"{child['before'] / 1024:.1f} MiB; memory_budget {budget})"
     )
     print(
         f"Delta Spark OPTIMIZE: {t_spark:7.2f}s  ({len(live_adds(theirs))} files, "

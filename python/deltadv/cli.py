@@ -305,6 +305,7 @@ def _run_table_command(args: argparse.Namespace) -> int:
                     args.partition_filter,
                     args.max_deleted_rows_ratio,
                     progress=progress,
+                    full=args.full,
                 )
         _emit(args, m, lambda: _metrics_table(f"{cmd.upper()}: version {m['version']}", m))
     elif cmd == "vacuum":
@@ -385,6 +386,11 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("--target-size", type=int, help="bytes per file (default: the table's)")
         if name == "optimize":
             c.add_argument("--max-deleted-rows-ratio", type=float, default=MAX_DELETED_ROWS_RATIO)
+            c.add_argument(
+                "--full",
+                action="store_true",
+                help="OPTIMIZE ... FULL: also recluster files clustered by other columns",
+            )
     v = table_command("vacuum", "list (dry run, the default) or delete unreferenced files")
     mode = v.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only list (the default)")

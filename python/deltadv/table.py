@@ -907,6 +907,8 @@ class DeltaTable:
         partition_filters: PartitionFilters | None = None,
         max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
         progress: Progress | None = None,
+        full: bool = False,
+        memory_budget: int | None = None,
     ) -> dict[str, Any]:
         """``OPTIMIZE``: bin-pack the files smaller than ``target_size`` bytes (default
         the table's ``delta.targetFileSize``, else 1 GiB, as Delta Spark) in each
@@ -919,9 +921,21 @@ class DeltaTable:
         Spark: the files no OPTIMIZE clustered yet and those of partial ZCubes are
         rewritten together in Hilbert-curve order over the clustering columns (DVs
         purged), into files of ``target_size`` tagged ``clusteringProvider="liquid"``;
-        a table already clustered is left alone."""
+        a table already clustered is left alone. Files clustered by other columns
+        (the clustering columns changed since) are left alone too, except with
+        ``full=True``: Delta Spark's ``OPTIMIZE ... FULL`` reclusters them together
+        with every partial ZCube (refused on a table that is not clustered).
+        Clustering holds at most about ``memory_budget`` bytes of decoded rows at
+        once (default 1 GiB): a larger run is clustered in groups of that size, one
+        after the other, into one ZCube."""
         return self._compact(
-            "optimize", target_size, max_deleted_rows_ratio, partition_filters, progress
+            "optimize",
+            target_size,
+            max_deleted_rows_ratio,
+            partition_filters,
+            progress,
+            full,
+            memory_budget,
         )
 
     def compact_tasks(
@@ -930,13 +944,24 @@ class DeltaTable:
         target_size: int | None = None,
         max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
         partition_filters: PartitionFilters | None = None,
+        full: bool = False,
+        memory_budget: int | None = None,
     ) -> tuple[str, list[str]]:
         """The plan of a ``"purge"`` or ``"optimize"`` (JSON) and its rewrite tasks
         (JSON, one per bin of files), for distributed runners: each task is run
         with :func:`deltadv.table.rewrite_compact_task` and the results committed
-        with :meth:`commit_compaction`."""
+        with :meth:`commit_compaction`. ``full`` and ``memory_budget``: see
+        :meth:`optimize`."""
         sql, tree = _partition_filter(partition_filters)
-        return self._raw.compact_plan(mode, target_size, max_deleted_rows_ratio, sql, tree)
+        return self._raw.compact_plan(
+            mode,
+            target_size=target_size,
+            max_deleted_rows_ratio=max_deleted_rows_ratio,
+            partition_filter=sql,
+            partition_filter_json=tree,
+            full=full,
+            memory_budget=memory_budget,
+        )
 
     def commit_compaction(
         self, plan: str, results: list[str], partition_filters: PartitionFilters | None = None
@@ -957,11 +982,17 @@ class DeltaTable:
         max_deleted_rows_ratio: float,
         partition_filters: PartitionFilters | None,
         progress: Progress | None,
+        full: bool = False,
+        memory_budget: int | None = None,
     ) -> dict[str, Any]:
         if target_size is not None and (isinstance(target_size, bool) or target_size <= 0):
             raise ValueError(f"target_size must be a positive number of bytes, not {target_size!r}")
+        if memory_budget is not None and (isinstance(memory_budget, bool) or memory_budget <= 0):
+            raise ValueError(
+                f"memory_budget must be a positive number of bytes, not {memory_budget!r}"
+            )
         plan, tasks = self.compact_tasks(
-            mode, target_size, max_deleted_rows_ratio, partition_filters
+            mode, target_size, max_deleted_rows_ratio, partition_filters, full, memory_budget
         )
         options = self._raw.storage_options
         results: list[str] = []

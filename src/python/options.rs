@@ -57,6 +57,59 @@ impl<'a, 'py> Kwargs<'a, 'py> {
     }
 }
 
+/// A compaction's plan (`RawDeltaTable.compact_plan`).
+pub(super) struct CompactArgs {
+    pub target_size: Option<u64>,
+    pub max_deleted_rows_ratio: f64,
+    /// SQL text.
+    pub partition_filter: Option<String>,
+    /// An expression tree's JSON.
+    pub partition_filter_json: Option<String>,
+    pub full: bool,
+    pub memory_budget: Option<u64>,
+}
+
+impl CompactArgs {
+    /// From the keyword arguments of the call `what`.
+    pub fn from_kwargs(what: &'static str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let kw = Kwargs::new(
+            what,
+            kwargs,
+            &[
+                "target_size",
+                "max_deleted_rows_ratio",
+                "partition_filter",
+                "partition_filter_json",
+                "full",
+                "memory_budget",
+            ],
+        )?;
+        Ok(CompactArgs {
+            target_size: kw.get("target_size", None)?,
+            max_deleted_rows_ratio: kw.get(
+                "max_deleted_rows_ratio",
+                crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO,
+            )?,
+            partition_filter: kw.get("partition_filter", None)?,
+            partition_filter_json: kw.get("partition_filter_json", None)?,
+            full: kw.get("full", false)?,
+            memory_budget: kw.get("memory_budget", None)?,
+        })
+    }
+
+    pub fn compact_options(self) -> crate::Result<crate::write::optimize::CompactOptions> {
+        Ok(crate::write::optimize::CompactOptions {
+            target_size: self.target_size,
+            max_deleted_rows_ratio: self.max_deleted_rows_ratio,
+            partition_filter: filter_of(self.partition_filter, self.partition_filter_json)?
+                .map(|f| f.to_string()),
+            full: self.full,
+            memory_budget: self.memory_budget,
+            ..Default::default()
+        })
+    }
+}
+
 /// A scan's tasks (`RawDeltaTable.scan_tasks`).
 pub(super) struct ScanArgs {
     pub columns: Option<Vec<String>>,

@@ -273,28 +273,21 @@ impl RawDeltaTable {
 
     /// Plan a REORG PURGE (`mode="purge"`) or OPTIMIZE (`"optimize"`) of
     /// the loaded version: the plan's JSON, and one rewrite task (JSON) per
-    /// bin for `rewrite_compact_task`.
-    /// The partition filter is SQL text (`partition_filter`) or an
-    /// expression tree's JSON (`partition_filter_json`).
-    #[pyo3(signature = (mode, target_size=None, max_deleted_rows_ratio=crate::write::optimize::DEFAULT_MAX_DELETED_ROWS_RATIO, partition_filter=None, partition_filter_json=None))]
+    /// bin for `rewrite_compact_task`. Options: `target_size`,
+    /// `max_deleted_rows_ratio`, the partition filter as SQL text
+    /// (`partition_filter`) or an expression tree's JSON
+    /// (`partition_filter_json`), `full` (OPTIMIZE FULL).
+    #[pyo3(signature = (mode, **options))]
     fn compact_plan(
         &self,
         py: Python<'_>,
         mode: &str,
-        target_size: Option<u64>,
-        max_deleted_rows_ratio: f64,
-        partition_filter: Option<String>,
-        partition_filter_json: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<(String, Vec<String>)> {
         let mode = super::maintain::mode_of(mode)?;
-        let partition_filter =
-            super::maintain::partition_filter(partition_filter, partition_filter_json)?;
-        let options = crate::write::optimize::CompactOptions {
-            target_size,
-            max_deleted_rows_ratio,
-            partition_filter,
-            ..Default::default()
-        };
+        let options = super::options::CompactArgs::from_kwargs("compact_plan", options)?
+            .compact_options()
+            .map_err(to_py)?;
         py.detach(|| -> crate::Result<_> {
             let plan = crate::write::optimize::plan(&self.snapshot, mode, &options)?;
             let tasks = plan

@@ -22,7 +22,12 @@
 //! bytes are stable and left alone; the other (partial) ZCubes are
 //! reclustered together with the files no OPTIMIZE clustered yet. When
 //! there is nothing but one partial ZCube without deleted rows beyond the
-//! threshold, nothing is rewritten.
+//! threshold, nothing is rewritten. Files clustered by other columns (the
+//! clustering columns changed since) or by another provider are left alone,
+//! except by `OPTIMIZE … FULL`, which reclusters them with every partial
+//! ZCube (Delta Spark's `isFull`; with no such file it is a plain OPTIMIZE).
+//!
+//! Memory is bounded by a budget: see [`rewrite`].
 //!
 //! The key and curve functions are pure; [`rewrite`] reads through
 //! [`crate::scan`] and writes through [`super::data`].
@@ -38,8 +43,10 @@ use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::optimize::{materialize_row_ids, row_tracking_columns, CompactTask};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
-use crate::log::actions::Add;
-use crate::log::features::clustering::{mark_clustered, zcube_of, ClusteringColumn};
+use crate::log::actions::{Add, RecordCount};
+use crate::log::features::clustering::{
+    file_clustering, mark_clustered, ClusteringColumn, FileClustering,
+};
 use crate::log::schema::{DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
 use crate::table::snapshot::LiveFile;
@@ -52,6 +59,9 @@ pub const SAMPLE_ROWS: usize = 100_000;
 /// A ZCube at least this large is stable: OPTIMIZE leaves it alone (Delta
 /// Spark's `spark.databricks.delta.optimize.clustering.minCubeSize`, 100 GiB).
 pub const MIN_CUBE_SIZE: u64 = 100 << 30;
+/// Bytes of decoded rows one clustering task holds at once, by default
+/// (see [`rewrite`]).
+pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
 /// Rows per batch handed to the writer.
 const OUTPUT_BATCH_ROWS: usize = 64 * 1024;
 /// Files read at once.
@@ -66,14 +76,27 @@ pub struct ClusteringRun {
     pub zcube_id: String,
     /// `ZCUBE_ZORDER_BY` of the new files.
     pub zorder_by: String,
+    /// `OPTIMIZE … FULL` (`operationParameters.isFull`).
+    #[serde(default)]
+    pub full: bool,
+    /// Bytes of decoded rows a task holds at once (None:
+    /// [`DEFAULT_MEMORY_BUDGET`]); see [`rewrite`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_budget: Option<u64>,
 }
 
 impl ClusteringRun {
-    pub fn new(columns: &[ClusteringColumn]) -> ClusteringRun {
+    pub fn new(
+        columns: &[ClusteringColumn],
+        full: bool,
+        memory_budget: Option<u64>,
+    ) -> ClusteringRun {
         ClusteringRun {
+            memory_budget,
             columns: columns.iter().map(|c| c.logical.clone()).collect(),
             zcube_id: uuid::Uuid::new_v4().to_string(),
             zorder_by: crate::log::features::clustering::zorder_by_tag(columns),
+            full,
         }
     }
 
@@ -83,18 +106,24 @@ impl ClusteringRun {
     }
 }
 
-/// The files an OPTIMIZE reclusters (see the module docs), by path.
+/// The files an OPTIMIZE reclusters (see the module docs), by path. With
+/// `full` (`OPTIMIZE … FULL`), files clustered by other columns or by
+/// another provider are reclustered too, together with every partial
+/// ZCube; without, they are left alone (Delta Spark's `applyMinZCube`).
 pub fn select_files(
     files: Vec<LiveFile>,
     columns: &[ClusteringColumn],
     max_deleted_rows_ratio: f64,
+    full: bool,
 ) -> Vec<Add> {
     let mut unclustered = Vec::new();
+    let mut other_layout = Vec::new();
     let mut cubes: BTreeMap<String, Vec<LiveFile>> = BTreeMap::new();
     for f in files {
-        match zcube_of(&f.add, columns) {
-            Some(id) => cubes.entry(id.to_string()).or_default().push(f),
-            None => unclustered.push(f),
+        match file_clustering(&f.add, columns) {
+            FileClustering::InZCube(id) => cubes.entry(id.to_string()).or_default().push(f),
+            FileClustering::Unclustered => unclustered.push(f),
+            FileClustering::OtherLayout => other_layout.push(f),
         }
     }
     let size = |fs: &[LiveFile]| -> u64 {
@@ -106,7 +135,9 @@ pub fn select_files(
         .into_values()
         .filter(|fs| size(fs) < MIN_CUBE_SIZE)
         .collect();
-    let settled = unclustered.is_empty()
+    let relayout = full && !other_layout.is_empty();
+    let settled = !relayout
+        && unclustered.is_empty()
         && partial.len() <= 1
         && partial
             .iter()
@@ -115,9 +146,13 @@ pub fn select_files(
     if settled {
         return Vec::new();
     }
+    if !relayout {
+        other_layout.clear();
+    }
     let mut out: Vec<Add> = unclustered
         .into_iter()
         .chain(partial.into_iter().flatten())
+        .chain(other_layout)
         .map(|f| f.add)
         .collect();
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -290,6 +325,17 @@ fn encode_keys(
 /// their clustering columns into new files of the task's target size,
 /// marked as ZCube `run.zcube_id`; their add actions (`dataChange=false`).
 /// On a failure the files written so far are removed.
+///
+/// Memory is bounded: rows are read (a few files at once) into a group until
+/// the group's decoded batches reach the run's memory budget
+/// ([`ClusteringRun::memory_budget`], default [`DEFAULT_MEMORY_BUDGET`]);
+/// the group is then clustered and written ([`write_group`]) and dropped
+/// before more is read. What one task holds at once is the group (at most
+/// the budget plus one batch), the clustering keys, 24 bytes a row for
+/// Hilbert indices and order, [`READ_CONCURRENCY`] files' read-ahead
+/// ([`crate::scan::READ_AHEAD_BYTES`] each) and the writer's open row group.
+/// Each group is clustered over its own ranges, as Delta Spark clusters each
+/// bin apart; all groups of a run form one ZCube.
 pub async fn rewrite(
     task: &CompactTask,
     run: &ClusteringRun,
@@ -317,36 +363,95 @@ pub async fn rewrite(
         filter_rows: false,
         row_tracking: None,
     });
-    // 1. Every file's live rows, read a few files at a time.
-    let batches: Vec<RecordBatch> = futures::stream::iter(task.bin.files.clone())
-        .map(|add| {
-            let spec = spec.clone();
-            let tracking = tracking.clone();
-            async move {
+    let budget = usize::try_from(run.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let options = WriterOptions {
+        target_file_size: usize::try_from(task.target_size).unwrap_or(usize::MAX),
+        max_rows_per_file: rows_per_file(task),
+        ..Default::default()
+    };
+    let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
+    let written = async {
+        // Every file's live rows, batches of a few files at once in the order
+        // they come (a group is sorted before it is written).
+        let mut batches = futures::stream::iter(task.bin.files.clone())
+            .map(|add| {
                 let file = ScanFile::of_add(&add);
-                let read: Vec<RecordBatch> =
-                    scan::read_ahead(store.clone(), spec, file, DeletedRows::Load)
-                        .try_collect()
-                        .await?;
-                read.into_iter()
-                    .filter(|b| b.num_rows() > 0)
-                    .map(|b| match &tracking {
-                        Some([id, version]) => materialize_row_ids(&b, &add, id, version),
-                        None => Ok(b),
-                    })
-                    .collect::<Result<Vec<RecordBatch>>>()
+                let add = Arc::new(add);
+                scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load)
+                    .map_ok(move |b| (add.clone(), b))
+            })
+            .flatten_unordered(READ_CONCURRENCY);
+        let mut adds = Vec::new();
+        let mut group: Vec<RecordBatch> = Vec::new();
+        let mut held = 0usize;
+        while let Some((add, batch)) = batches.try_next().await? {
+            if batch.num_rows() == 0 {
+                continue;
             }
-        })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect::<Vec<Vec<RecordBatch>>>()
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
+            let batch = match &tracking {
+                Some([id, version]) => materialize_row_ids(&batch, &add, id, version)?,
+                None => batch,
+            };
+            held += batch.get_array_memory_size();
+            group.push(batch);
+            if held >= budget {
+                adds.extend(write_group(std::mem::take(&mut group), run, &mut writer).await?);
+                held = 0;
+            }
+        }
+        adds.extend(write_group(group, run, &mut writer).await?);
+        Ok::<_, Error>(adds)
+    }
+    .await;
+    match written {
+        Ok(adds) => Ok(adds
+            .into_iter()
+            .map(|mut a| {
+                a.data_change = false;
+                mark_clustered(&mut a, &run.zcube_id, &run.zorder_by);
+                a
+            })
+            .collect()),
+        Err(e) => {
+            let _ = remove_files(store, writer.started_files()).await;
+            Err(e)
+        }
+    }
+}
+
+/// Rows per new file: as Delta Spark, the number of files from the input's
+/// bytes (the encoded size is only known at row-group ends), the rows from
+/// the files' stats (`numRecords` less deleted rows); `None` (cut by size
+/// only) when a file has no stats.
+fn rows_per_file(task: &CompactTask) -> Option<usize> {
+    let mut bytes = 0u64;
+    let mut rows = 0u64;
+    for add in &task.bin.files {
+        bytes += u64::try_from(add.size).unwrap_or(0);
+        let records = RecordCount::parse(add.stats.as_deref()?, &add.path)
+            .ok()?
+            .num_records?;
+        let deleted = add.deletion_vector.as_ref().map_or(0, |d| d.cardinality());
+        rows += u64::try_from(records).unwrap_or(0).saturating_sub(deleted);
+    }
+    let files = bytes.div_ceil(task.target_size.max(1)).max(1);
+    usize::try_from(rows.div_ceil(files).max(1)).ok()
+}
+
+/// Cluster one group of rows: sort them by the Hilbert index of their
+/// clustering columns (ranges from the group's own sample) and write them,
+/// closing the writer's files at the end; their add actions.
+async fn write_group(
+    batches: Vec<RecordBatch>,
+    run: &ClusteringRun,
+    writer: &mut DataWriter,
+) -> Result<Vec<Add>> {
     let Some(first) = batches.first() else {
         return Ok(Vec::new());
     };
-    // 2. Row-encoded clustering keys, per batch in parallel.
+    // 1. Row-encoded clustering keys, per batch in parallel.
     let fields: Vec<SortField> = run
         .columns
         .iter()
@@ -373,7 +478,7 @@ pub async fn rewrite(
     .await?
     .into_iter()
     .collect::<Result<_>>()?;
-    // 3. Ranges from a sample of every column.
+    // 2. Ranges from a sample of every column.
     let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let stride = (total / SAMPLE_ROWS).max(1);
     let ranges: Vec<RangeIds> = (0..run.columns.len())
@@ -401,7 +506,7 @@ pub async fn rewrite(
             ranges.len()
         )));
     }
-    // 4. Hilbert indices, per batch in parallel; then the rows' order.
+    // 3. Hilbert indices, per batch in parallel; then the rows' order.
     let ranges = Arc::new(ranges);
     let indices: Vec<Vec<u64>> = futures::future::try_join_all(keys.into_iter().map(|k| {
         let ranges = ranges.clone();
@@ -422,58 +527,22 @@ pub async fn rewrite(
             .collect()
     })
     .await?;
-    // 5. The rows in that order, cut into files of the target size (as
-    // Delta Spark, the number of files from the input's bytes; the encoded
-    // size is only known at row-group ends).
-    let input_bytes: u64 = task
-        .bin
-        .files
-        .iter()
-        .map(|a| u64::try_from(a.size).unwrap_or(0))
-        .sum();
-    let files = input_bytes.div_ceil(task.target_size.max(1)).max(1);
-    let options = WriterOptions {
-        target_file_size: usize::try_from(task.target_size).unwrap_or(usize::MAX),
-        max_rows_per_file: Some(
-            total
-                .div_ceil(usize::try_from(files).unwrap_or(usize::MAX))
-                .max(1),
-        ),
-        ..Default::default()
-    };
+    // 4. The rows in that order, cut into files by the writer.
     let schema = first.schema();
-    let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
-    let written = async {
-        for chunk in order.chunks(OUTPUT_BATCH_ROWS) {
-            let columns: Vec<ArrayRef> = (0..schema.fields().len())
-                .map(|c| {
-                    let arrays: Vec<&dyn Array> =
-                        batches.iter().map(|b| b.column(c).as_ref()).collect();
-                    arrow_select::interleave::interleave(&arrays, chunk)
-                })
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
-            let batch = RecordBatch::try_new(schema.clone(), columns)
-                .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
-            writer.write(&batch).await?;
-        }
-        writer.finish().await
-    }
-    .await;
-    match written {
-        Ok(adds) => Ok(adds
-            .into_iter()
-            .map(|mut a| {
-                a.data_change = false;
-                mark_clustered(&mut a, &run.zcube_id, &run.zorder_by);
-                a
+    for chunk in order.chunks(OUTPUT_BATCH_ROWS) {
+        let columns: Vec<ArrayRef> = (0..schema.fields().len())
+            .map(|c| {
+                let arrays: Vec<&dyn Array> =
+                    batches.iter().map(|b| b.column(c).as_ref()).collect();
+                arrow_select::interleave::interleave(&arrays, chunk)
             })
-            .collect()),
-        Err(e) => {
-            let _ = remove_files(store, writer.started_files()).await;
-            Err(e)
-        }
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
+        let batch = RecordBatch::try_new(schema.clone(), columns)
+            .map_err(|e| Error::Internal(format!("clustering: reordering rows: {e}")))?;
+        writer.write(&batch).await?;
     }
+    writer.finish().await
 }
 
 #[cfg(test)]
@@ -511,6 +580,54 @@ mod tests {
         }
         assert_eq!(hilbert_index(&[5], 3), 5);
         assert_eq!(hilbert_index(&[0, 0], 4), 0);
+    }
+
+    fn live(path: &str, cube: Option<(&str, &str)>, provider: Option<&str>) -> LiveFile {
+        let mut add: Add =
+            serde_json::from_value(serde_json::json!({"path": path, "size": 10})).unwrap();
+        if let Some((id, by)) = cube {
+            mark_clustered(&mut add, id, by);
+        }
+        add.clustering_provider = provider.map(str::to_string);
+        LiveFile {
+            path: path.to_string(),
+            add,
+            num_records: Some(10),
+            tight_bounds: None,
+        }
+    }
+
+    #[test]
+    fn full_also_reclusters_files_of_other_layouts() {
+        let columns = vec![ClusteringColumn {
+            logical: vec!["g".into()],
+            physical: vec!["g".into()],
+        }];
+        let paths = |files: Vec<Add>| files.into_iter().map(|a| a.path).collect::<Vec<_>>();
+        let by_g = Some(("z2", r#"["g"]"#));
+        let table = vec![
+            live("a", Some(("z1", r#"["k"]"#)), Some("liquid")), // clustered by k before
+            live("b", by_g, Some("liquid")),
+            live("c", by_g, Some("liquid")),
+            live("d", None, Some("other")), // another provider
+        ];
+        // plain: one partial ZCube by g, the rest left alone: nothing to do
+        assert!(select_files(table.clone(), &columns, 0.05, false).is_empty());
+        // FULL: the other layouts and the partial ZCube
+        assert_eq!(
+            paths(select_files(table.clone(), &columns, 0.05, true)),
+            ["a", "b", "c", "d"]
+        );
+        // an unclustered file: plain takes it with the partial ZCube, not "a"/"d"
+        let mut more = table.clone();
+        more.push(live("e", None, None));
+        assert_eq!(
+            paths(select_files(more.clone(), &columns, 0.05, false)),
+            ["b", "c", "e"]
+        );
+        // FULL once every file is clustered by g: a plain OPTIMIZE
+        let settled = vec![table[1].clone(), table[2].clone()];
+        assert!(select_files(settled, &columns, 0.05, true).is_empty());
     }
 
     fn encode(values: &[i64]) -> Rows {

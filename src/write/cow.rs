@@ -3,6 +3,8 @@
 //! named parquet file in the same directory, same physical schema and field
 //! ids), and the commit removes the old file and adds the new one.
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use futures::TryStreamExt;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
@@ -95,6 +97,7 @@ async fn rewrite(
     r: &Rewrite<'_>,
     now: i64,
     tracking: Option<&[String; 2]>,
+    tags: Option<&HashMap<String, Option<String>>>,
 ) -> Result<Option<(Add, u64)>> {
     let path = normalize_path(&r.add.path);
     let size = u64::try_from(r.add.size).unwrap_or(0);
@@ -168,7 +171,7 @@ async fn rewrite(
         modification_time: now,
         data_change: true,
         stats: Some(json!({ "numRecords": kept }).to_string()),
-        tags: None,
+        tags: tags.cloned(),
         deletion_vector: None,
         base_row_id: None,
         default_row_commit_version: None,
@@ -180,11 +183,13 @@ async fn rewrite(
 
 /// The remove/add actions rewriting every file of `rewrites`, and metrics;
 /// `tracking`: the table's materialized row tracking columns (copied rows keep
-/// their ids and commit versions).
+/// their ids and commit versions); `tags`: the new files' tags
+/// ([`crate::log::features::iceberg::new_file_tags`]).
 pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
     tracking: Option<&[String; 2]>,
+    tags: Option<&HashMap<String, Option<String>>>,
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
     let now = super::now_ms();
     let mut m = DeleteMetrics::default();
@@ -195,7 +200,7 @@ pub async fn prepare(
             continue;
         }
         fail_point("dv_write")?;
-        let new = rewrite(store, r, now, tracking).await?;
+        let new = rewrite(store, r, now, tracking, tags).await?;
         m.num_deleted_rows += newly;
         m.num_removed_files += 1;
         actions.push(Action::Remove(Box::new(Remove {

@@ -321,6 +321,9 @@ fn existing_target(
         (Some(SchemaMode::Merge), Some(data)) => merge_schemas(s.schema(), data)?,
         (Some(SchemaMode::Overwrite), Some(data)) => Some(data.clone()),
     };
+    if let Some(schema) = &new_schema {
+        crate::log::features::protocol::check_schema_features(s.protocol(), schema)?;
+    }
     // Delta Spark 4.4's overwriteSchema replaces the partitioning by the
     // writer's partitionBy (none given: unpartitioned).
     let new_parts = if overwrite_schema {

@@ -83,6 +83,13 @@ pub struct CompactOptions {
     pub max_deleted_rows_ratio: f64,
     /// Only files of partitions this predicate (over partition columns) matches.
     pub partition_filter: Option<String>,
+    /// `OPTIMIZE … FULL`: on a clustered table, also recluster the files
+    /// clustered by other columns ([`super::cluster::select_files`]); refused
+    /// on other tables, as Delta Spark.
+    pub full: bool,
+    /// OPTIMIZE of a clustered table: bytes of decoded rows a rewrite task
+    /// holds at once (None: [`super::cluster::DEFAULT_MEMORY_BUDGET`]).
+    pub memory_budget: Option<u64>,
     pub max_attempts: u32,
     /// Engine name recorded in commitInfo.
     pub engine_info: String,
@@ -94,6 +101,8 @@ impl Default for CompactOptions {
             target_size: None,
             max_deleted_rows_ratio: DEFAULT_MAX_DELETED_ROWS_RATIO,
             partition_filter: None,
+            full: false,
+            memory_budget: None,
             max_attempts: super::transaction::DEFAULT_MAX_ATTEMPTS,
             engine_info: super::ENGINE_INFO.to_string(),
         }
@@ -210,6 +219,9 @@ pub fn plan(
             return Ok(plan);
         }
     }
+    if options.full {
+        return Err(full_not_supported());
+    }
     let filter = match &options.partition_filter {
         None => None,
         Some(text) => {
@@ -325,9 +337,17 @@ fn plan_clustered(
             columns.iter().map(|c| c.name()).collect::<Vec<_>>()
         )));
     }
+    if options.full && columns.is_empty() {
+        return Err(full_not_supported());
+    }
     let files = snapshot.files()?;
     let considered = files.len() as u64;
-    let selected = super::cluster::select_files(files, &columns, options.max_deleted_rows_ratio);
+    let selected = super::cluster::select_files(
+        files,
+        &columns,
+        options.max_deleted_rows_ratio,
+        options.full,
+    );
     Ok(Some(CompactPlan {
         mode: CompactMode::Optimize,
         version: snapshot.version(),
@@ -338,8 +358,22 @@ fn plan_clustered(
             vec![CompactBin { files: selected }]
         },
         considered_files: considered,
-        clustering: Some(super::cluster::ClusteringRun::new(&columns)),
+        clustering: Some(super::cluster::ClusteringRun::new(
+            &columns,
+            options.full,
+            options.memory_budget,
+        )),
     }))
+}
+
+/// Delta Spark's refusal of `OPTIMIZE … FULL` on a table that is not
+/// clustered.
+fn full_not_supported() -> Error {
+    Error::InvalidArgument(
+        "[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL is only supported for clustered \
+         tables with non-empty clustering columns"
+            .into(),
+    )
 }
 
 impl CompactPlan {
@@ -629,8 +663,9 @@ pub async fn commit(
                 .map_or_else(Vec::new, |c| c.names());
             parameters.insert("clusterBy".into(), json!(json!(cluster_by).to_string()));
             parameters.insert("auto".into(), json!(false));
-            if plan.clustering.is_some() {
-                parameters.insert("isFull".into(), json!(false));
+            // Delta Spark records `isFull` only with clustering columns.
+            if let Some(run) = plan.clustering.as_ref().filter(|r| !r.columns.is_empty()) {
+                parameters.insert("isFull".into(), json!(run.full));
             }
         }
     }

@@ -17,7 +17,7 @@
 //! `prepared_targets`, reusing a prepared DV when the file's DV is still the
 //! one it was prepared against.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use roaring::RoaringTreemap;
@@ -218,6 +218,8 @@ pub(super) struct DeleteChanges<'o> {
     /// The table's materialized row tracking columns: a copy-on-write
     /// rewrite keeps the copied rows' ids and commit versions in them.
     row_tracking: Option<[String; 2]>,
+    /// Tags of rewritten files (icebergCompat).
+    file_tags: Option<HashMap<String, Option<String>>>,
 }
 
 impl<'o> DeleteChanges<'o> {
@@ -238,6 +240,9 @@ impl<'o> DeleteChanges<'o> {
             row_tracking: super::optimize::row_tracking_columns(
                 snapshot.protocol(),
                 snapshot.metadata(),
+            ),
+            file_tags: crate::log::features::iceberg::new_file_tags(
+                &snapshot.metadata().configuration,
             ),
         }
     }
@@ -307,6 +312,7 @@ impl super::transaction::Changes for DeleteChanges<'_> {
                     store,
                     &targets_view(&self.targets),
                     self.row_tracking.as_ref(),
+                    self.file_tags.as_ref(),
                 )
                 .await?
             });

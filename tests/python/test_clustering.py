@@ -259,3 +259,134 @@ def test_optimize_clusters_purges_and_is_incremental(
     spark.sql(f"UPDATE delta.`{path}` SET s = 'z' WHERE id = 1")
     model[1] = (*model[1][:3], "z")
     assert _spark_rows(spark, path) == sorted(model.values())
+
+
+def _last_commit_info(path: str) -> dict[str, Any]:
+    (info,) = [a["commitInfo"] for a in _commits(path)[-1] if "commitInfo" in a]
+    return info
+
+
+def _removed_paths(path: str) -> set[str]:
+    return {a["remove"]["path"] for a in _commits(path)[-1] if "remove" in a}
+
+
+def test_optimize_full_reclusters_after_the_columns_changed(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """Delta Spark clusters by k, then ALTER ... CLUSTER BY (g) and one more
+    append; on two copies, deltadv's OPTIMIZE and OPTIMIZE FULL against Delta
+    Spark's: the same files rewritten (plain: only the new append; FULL: every
+    file), the same operationParameters, the same rows, and every file then
+    clustered by g."""
+    import shutil
+
+    spark = delta_spark
+    base = str(tmp_path / "base")
+    spark.sql(
+        f"CREATE TABLE delta.`{base}` (id BIGINT, k BIGINT, g BIGINT, s STRING) USING delta "
+        "CLUSTER BY (k)"
+    )
+    batches = [_random_rows(i * 500, 500, 40 + i) for i in range(4)]
+    for b in batches[:3]:
+        write_table(base, _data(b), mode="append")
+    spark.sql(f"OPTIMIZE delta.`{base}`")  # one ZCube clustered by k
+    spark.sql(f"ALTER TABLE delta.`{base}` CLUSTER BY (g)")
+    write_table(base, _data(batches[3]), mode="append")
+    model = sorted(r for b in batches for r in b)
+    by_k = {p for p, a in _live_adds(base).items() if "clusteringProvider" in a}
+    unclustered = set(_live_adds(base)) - by_k
+    assert by_k and len(unclustered) == 1
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    shutil.copytree(base, ours)
+    shutil.copytree(base, theirs)
+    table = deltadv.DeltaTable(ours)
+
+    # plain OPTIMIZE: the files clustered by k are left alone, in both
+    table.optimize()
+    spark.sql(f"OPTIMIZE delta.`{theirs}`")
+    assert _removed_paths(ours) == _removed_paths(theirs) == unclustered
+    for path in (ours, theirs):
+        assert by_k <= set(_live_adds(path))
+    assert (
+        _last_commit_info(ours)["operationParameters"]
+        == (_last_commit_info(theirs)["operationParameters"])
+    )
+
+    # FULL: every file reclustered by g
+    table.update_incremental()
+    before = {path: set(_live_adds(path)) for path in (ours, theirs)}
+    metrics = table.optimize(full=True)
+    spark.sql(f"OPTIMIZE delta.`{theirs}` FULL")
+    for path in (ours, theirs):
+        assert _removed_paths(path) == before[path], path
+        live = _live_adds(path).values()
+        assert {a["tags"]["ZCUBE_ZORDER_BY"] for a in live} == {'["g"]'}, path
+        assert len({a["tags"]["ZCUBE_ID"] for a in live}) == 1, path
+        assert all(a["clusteringProvider"] == "liquid" for a in live), path
+        assert _spark_rows(spark, path) == model, path
+    assert metrics["num_removed_files"] == len(before[ours])
+    params = _last_commit_info(ours)["operationParameters"]
+    assert params == _last_commit_info(theirs)["operationParameters"]
+    assert params["isFull"] is True and params["clusterBy"] == '["g"]'
+
+    # once clustered by the current columns, FULL is a plain OPTIMIZE: nothing to do
+    table.update_incremental()
+    version = table.version()
+    assert table.optimize(full=True)["version"] is None
+    spark.sql(f"OPTIMIZE delta.`{theirs}` FULL")
+    for path in (ours, theirs):
+        assert len(_commits(path)) == version + 1, path
+    # Delta Spark writes on top of ours
+    spark.sql(f"DELETE FROM delta.`{ours}` WHERE id < 10")
+    assert _spark_rows(spark, ours) == [r for r in model if r[0] >= 10]
+
+
+def test_optimize_full_is_refused_on_a_table_that_is_not_clustered(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    write_table(path, _data(_random_rows(0, 50, 5)))
+    with pytest.raises(Exception, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):
+        delta_spark.sql(f"OPTIMIZE delta.`{path}` FULL")
+    with pytest.raises(ValueError, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):
+        deltadv.DeltaTable(path).optimize(full=True)
+    assert len(_commits(path)) == 1
+
+
+def test_clustering_holds_at_most_its_memory_budget(delta_spark: Any, tmp_path: Path) -> None:
+    """16 appends of 1,000 rows: with a memory budget of about two files'
+    decoded rows, OPTIMIZE clusters the run in groups, one after the other,
+    each written as its own file (all one ZCube) of at most the budget's rows
+    plus one batch; with the default budget one group holds every row. Delta
+    Spark reads both, row for row."""
+    import shutil
+
+    spark = delta_spark
+    small, whole = str(tmp_path / "small"), str(tmp_path / "whole")
+    batches = [_random_rows(i * 1000, 1000, 60 + i) for i in range(16)]
+    write_table(small, _data(batches[0]), cluster_by=["k", "g"])
+    for b in batches[1:]:
+        write_table(small, _data(b), mode="append")
+    shutil.copytree(small, whole)
+    model = sorted(r for b in batches for r in b)
+    one_file = _data(batches[0]).nbytes
+    deltadv.DeltaTable(small).optimize(memory_budget=2 * one_file)
+    deltadv.DeltaTable(whole).optimize()
+
+    def rows_per_file(path: str) -> list[int]:
+        live = _live_adds(path).values()
+        assert len({a["tags"]["ZCUBE_ID"] for a in live}) == 1
+        return sorted(json.loads(a["stats"])["numRecords"] for a in live)
+
+    grouped = rows_per_file(small)
+    # a group closes once its decoded rows reach the budget (~2 files): at
+    # most the budget plus one batch (one file here)
+    assert len(grouped) >= 5 and max(grouped) <= 3000, grouped
+    assert rows_per_file(whole) == [16_000]
+    for path in (small, whole):
+        assert _spark_rows(spark, path) == model, path
+    # one ZCube: incremental OPTIMIZE leaves it alone
+    table = deltadv.DeltaTable(small)
+    assert table.optimize(memory_budget=2 * one_file)["version"] is None
+    with pytest.raises(ValueError, match="memory_budget"):
+        table.optimize(memory_budget=0)

@@ -5,6 +5,7 @@ cannot keep are refused with nothing committed. Expected rows come from a model.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,18 @@ PROPS = (
 
 def _rows(spark: Any, path: str) -> list[tuple[int, str]]:
     return sorted((r.id, r.s) for r in spark.read.format("delta").load(path).collect())
+
+
+def _add_tags(path: str) -> list[list[str]]:
+    """Per commit, the tags of its add actions (sorted JSON)."""
+    return [
+        sorted(
+            json.dumps(a["add"].get("tags"), sort_keys=True)
+            for a in map(json.loads, commit.read_text().splitlines())
+            if "add" in a
+        )
+        for commit in sorted((Path(path) / "_delta_log").glob("*.json"))
+    ]
 
 
 def _data(rows: list[tuple[int, str]]) -> pa.Table:
@@ -87,6 +100,27 @@ def test_writes_on_an_iceberg_compat_v2_table(delta_spark: Any, tmp_path: Path) 
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 9")
     model.pop(9)
     check("Delta Spark on top")
+    # every new file carries ICEBERG_COMPAT_VERSION as Delta Spark's own
+    # (its INSERT in version 1, its copy-on-write DELETE last) carry it
+    tags = _add_tags(path)
+    spark_tags = {*tags[1], *tags[-1]}
+    assert spark_tags == {'{"ICEBERG_COMPAT_VERSION": "2"}'}, spark_tags
+    ours = tags[2:-1]
+    assert len(ours) == 5 and all(ours), ours
+    assert {t for commit in ours for t in commit} == spark_tags, ours
+
+
+def test_iceberg_compat_v1_files_carry_no_version_tag(delta_spark: Any, tmp_path: Path) -> None:
+    spark = delta_spark
+    path = str(tmp_path / "v1")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES "
+        "('delta.enableIcebergCompatV1'='true', 'delta.columnMapping.mode'='name')"
+    )
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a')")
+    write_table(path, _data([(2, "b")]), mode="append")
+    assert _add_tags(path)[1:] == [["null"], ["null"]]
+    assert _rows(spark, path) == [(1, "a"), (2, "b")]
 
 
 def test_partitioned_iceberg_compat_tables_refuse_new_files(

@@ -7,6 +7,7 @@ table (operation, operationParameters, metric names, rows)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import deltadv
-from deltadv.exceptions import TableAlreadyExistsError
+from deltadv.exceptions import DeltaProtocolError, TableAlreadyExistsError
 from deltadv.write import write_table
 
 from .dml_tables import N, create_table, initial_model, table_files
@@ -418,3 +419,89 @@ def test_column_mapped_create_like_delta_spark(delta_spark: Any, tmp_path: Path,
     want += [(i, i, f"y{i}", i, f"p{i % 2}", None, f"e{i - 50}", None) for i in (50, 51)]
     want += [(60, None, None, None, "p0", None, None, 2.5)]
     assert rows() == sorted(want)  # ids are unique: None never compared
+
+
+def _protocol_of(path: str, version: int) -> dict[str, Any] | None:
+    found = [a["protocol"] for a in _commit(path, version) if "protocol" in a]
+    if not found:
+        return None
+    (p,) = found
+    return {k: sorted(v) if isinstance(v, list) else v for k, v in p.items()}
+
+
+@pytest.mark.parametrize("dvs", [False, True])
+def test_schema_evolution_adding_timestamp_ntz_as_delta_spark(
+    delta_spark: Any, tmp_path: Path, dvs: bool
+) -> None:
+    """A timestamp_ntz column added by an append with schema_mode="merge" and by
+    MERGE schema evolution, as Delta Spark 4.4 does it: refused
+    (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT, nothing committed) while the table
+    lacks the timestampNtz feature, from 1/2 and from 3/7 with deletionVectors;
+    once the feature is enabled, the same writes commit with no protocol change,
+    equal to Delta Spark's twin writes, and Delta Spark writes on top."""
+    spark = delta_spark
+    props = " TBLPROPERTIES ('delta.enableDeletionVectors'='true')" if dvs else ""
+    paths = {}
+    for name in ("append_ours", "append_theirs", "merge_ours", "merge_theirs"):
+        paths[name] = str(tmp_path / name)
+        spark.sql(f"CREATE TABLE delta.`{paths[name]}` (id BIGINT, s STRING) USING delta{props}")
+        spark.sql(f"INSERT INTO delta.`{paths[name]}` VALUES (1, 'a'), (2, 'b')")
+    new = "SELECT 3L AS id, 'c' AS s, TIMESTAMP_NTZ'2024-01-02 03:04:05' AS ts"
+    data = pa.table(
+        {
+            "id": pa.array([3], pa.int64()),
+            "s": ["c"],
+            "ts": pa.array([datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("us")),
+        }
+    )
+
+    def ours_append() -> None:
+        write_table(paths["append_ours"], data, mode="append", schema_mode="merge")
+
+    def theirs_append() -> None:
+        spark.sql(new).write.format("delta").mode("append").option("mergeSchema", "true").save(
+            paths["append_theirs"]
+        )
+
+    def ours_merge() -> None:
+        (
+            deltadv.DeltaTable(paths["merge_ours"])
+            .merge(data, "t.id = s.id", "s", "t", merge_schema=True, allow_copy_on_write=True)
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    def theirs_merge() -> None:
+        spark.sql(
+            f"MERGE WITH SCHEMA EVOLUTION INTO delta.`{paths['merge_theirs']}` t "
+            f"USING ({new}) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+
+    refusal = "DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT"
+    for ours, theirs in ((ours_append, theirs_append), (ours_merge, theirs_merge)):
+        with pytest.raises(DeltaProtocolError, match=refusal):
+            ours()
+        with pytest.raises(Exception, match=refusal):
+            theirs()
+    for path in paths.values():
+        assert _latest(path) == 1, path
+        spark.sql(
+            f"ALTER TABLE delta.`{path}` "
+            "SET TBLPROPERTIES ('delta.feature.timestampNtz'='supported')"
+        )
+    ours_append()
+    theirs_append()
+    ours_merge()
+    theirs_merge()
+    for kind in ("append", "merge"):
+        ours, theirs = paths[f"{kind}_ours"], paths[f"{kind}_theirs"]
+        assert _latest(ours) == _latest(theirs) == 3, kind
+        assert _protocol_of(ours, 3) is None and _protocol_of(theirs, 3) is None, kind
+        assert _spark_rows(spark, ours) == _spark_rows(spark, theirs), kind
+        assert (3, "c", datetime(2024, 1, 2, 3, 4, 5)) in [
+            (r.id, r.s, r.ts) for r in spark.read.format("delta").load(ours).collect()
+        ]
+        spark.sql(f"INSERT INTO delta.`{ours}` VALUES (4, 'd', TIMESTAMP_NTZ'2025-01-01 00:00:00')")
+        assert spark.read.format("delta").load(ours).count() == 4, kind

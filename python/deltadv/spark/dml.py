@@ -331,10 +331,13 @@ class DeltaTable:
         target_size: int | None = None,
         partition_filters: PartitionFilters | None = None,
         max_deleted_rows_ratio: float = MAX_DELETED_ROWS_RATIO,
+        full: bool = False,
     ) -> dict[str, Any]:
-        """``OPTIMIZE`` (see :meth:`deltadv.DeltaTable.optimize`), one Spark task per
-        bin of files; the driver commits once."""
-        return self._compact("optimize", target_size, max_deleted_rows_ratio, partition_filters)
+        """``OPTIMIZE`` (see :meth:`deltadv.DeltaTable.optimize`; ``full``: ``OPTIMIZE
+        ... FULL``), one Spark task per bin of files; the driver commits once."""
+        return self._compact(
+            "optimize", target_size, max_deleted_rows_ratio, partition_filters, full
+        )
 
     def _compact(
         self,
@@ -342,12 +345,14 @@ class DeltaTable:
         target_size: int | None,
         ratio: float,
         partition_filters: PartitionFilters | None,
+        full: bool = False,
     ) -> dict[str, Any]:
         table = self._table
         table.update_incremental()
         check_arg("target_size", target_size, int, optional=True)
         check_arg("max_deleted_rows_ratio", ratio, (int, float))
-        plan, tasks = table.compact_tasks(mode, target_size, ratio, partition_filters)
+        check_arg("full", full, bool)
+        plan, tasks = table.compact_tasks(mode, target_size, ratio, partition_filters, full)
         results: list[str] = []
         if tasks:
             task_df = task_frame(self._spark, [(t,) for t in tasks], f"{TASK_COLUMN} string")

@@ -287,21 +287,47 @@ pub fn zorder_by_tag(columns: &[ClusteringColumn]) -> String {
     serde_json::Value::from(columns.iter().map(|c| c.name()).collect::<Vec<_>>()).to_string()
 }
 
-/// The ZCube a file belongs to, when an OPTIMIZE clustered it by `columns`
-/// (`clusteringProvider` "liquid" and a `ZCUBE_ZORDER_BY` equal to theirs);
-/// files clustered by other columns count as not clustered.
-pub fn zcube_of<'a>(add: &'a Add, columns: &[ClusteringColumn]) -> Option<&'a str> {
-    if add.clustering_provider.as_deref() != Some(LIQUID_PROVIDER) {
-        return None;
+/// How a clustering OPTIMIZE over `columns` sees a file (Delta Spark's
+/// `ClusteringStrategy.applyMinZCube`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileClustering<'a> {
+    /// No ZCube tags: no OPTIMIZE clustered it.
+    Unclustered,
+    /// In the ZCube of this id, clustered by `columns`.
+    InZCube(&'a str),
+    /// Clustered by other columns or by another provider: a plain OPTIMIZE
+    /// leaves it alone, OPTIMIZE FULL reclusters it.
+    OtherLayout,
+}
+
+/// Where `add` stands for a clustering OPTIMIZE over `columns`: a file whose
+/// `clusteringProvider` is neither absent nor "liquid", or whose
+/// `ZCUBE_ZORDER_BY` names other columns, has another layout.
+pub fn file_clustering<'a>(add: &'a Add, columns: &[ClusteringColumn]) -> FileClustering<'a> {
+    let provider_ok = add
+        .clustering_provider
+        .as_deref()
+        .is_none_or(|p| p == LIQUID_PROVIDER);
+    let tag = |name: &str| {
+        add.tags
+            .as_ref()
+            .and_then(|t| t.get(name))
+            .and_then(|v| v.as_deref())
+    };
+    let cube = match (tag(ZCUBE_ID_TAG), tag(ZCUBE_ZORDER_BY_TAG)) {
+        (Some(id), Some(by)) => {
+            let names: Vec<String> = columns.iter().map(|c| c.name()).collect();
+            let same = serde_json::from_str::<Vec<String>>(by).is_ok_and(|by| by == names);
+            Some((id, same))
+        }
+        _ => None,
+    };
+    match cube {
+        _ if !provider_ok => FileClustering::OtherLayout,
+        Some((_, false)) => FileClustering::OtherLayout,
+        Some((id, true)) => FileClustering::InZCube(id),
+        None => FileClustering::Unclustered,
     }
-    let tags = add.tags.as_ref()?;
-    let by = tags.get(ZCUBE_ZORDER_BY_TAG)?.as_deref()?;
-    let by: Vec<String> = serde_json::from_str(by).ok()?;
-    let names: Vec<String> = columns.iter().map(|c| c.name()).collect();
-    if by != names {
-        return None;
-    }
-    tags.get(ZCUBE_ID_TAG)?.as_deref()
 }
 
 /// Mark a file an OPTIMIZE clustered into ZCube `zcube_id`.
@@ -427,11 +453,16 @@ mod tests {
         let s = schema();
         let cols = resolve_cluster_by(&s, &[], &["a".into()], ColumnMappingMode::None).unwrap();
         let mut add: Add = serde_json::from_value(json!({"path": "f.parquet"})).unwrap();
-        assert_eq!(zcube_of(&add, &cols), None);
+        assert_eq!(file_clustering(&add, &cols), FileClustering::Unclustered);
         mark_clustered(&mut add, "z1", &zorder_by_tag(&cols));
         assert_eq!(add.clustering_provider.as_deref(), Some("liquid"));
-        assert_eq!(zcube_of(&add, &cols), Some("z1"));
+        assert_eq!(file_clustering(&add, &cols), FileClustering::InZCube("z1"));
         let other = resolve_cluster_by(&s, &[], &["b".into()], ColumnMappingMode::None).unwrap();
-        assert_eq!(zcube_of(&add, &other), None);
+        assert_eq!(file_clustering(&add, &other), FileClustering::OtherLayout);
+        // another provider: another layout, tags or not
+        add.clustering_provider = Some("other".into());
+        assert_eq!(file_clustering(&add, &cols), FileClustering::OtherLayout);
+        add.tags = None;
+        assert_eq!(file_clustering(&add, &cols), FileClustering::OtherLayout);
     }
 }

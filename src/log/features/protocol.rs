@@ -15,6 +15,7 @@ use super::{
     is_supported, reader_features, writer_features, READER_FEATURES_VERSION,
     WRITER_FEATURES_VERSION,
 };
+use crate::error::{Error, Result};
 use crate::log::actions::{Metadata, Protocol};
 use crate::log::schema::StructType;
 /// Delta Spark's rule for the materialized row tracking columns
@@ -195,7 +196,41 @@ pub fn new_table_protocol(
 /// deletionVectors feature, keeping every feature the old versions implied.
 /// `None` when the protocol already has the feature.
 pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
-    if is_supported(protocol, "deletionVectors") {
+    with_reader_writer_feature(protocol, "deletionVectors")
+}
+
+/// Delta Spark's check of an existing table's new schema (schema
+/// evolution): a column that needs a feature the protocol lacks (a
+/// timestamp_ntz column needs timestampNtz, which Delta Spark 4.4 does not
+/// enable by itself on an existing table) is refused with
+/// `DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT`.
+pub fn check_schema_features(protocol: &Protocol, schema: &StructType) -> Result<()> {
+    if !schema.has_timestamp_ntz() || is_supported(protocol, "timestampNtz") {
+        return Ok(());
+    }
+    let mut supported: BTreeSet<String> = reader_features(protocol)
+        .chain(writer_features(protocol))
+        .map(str::to_string)
+        .collect();
+    for (version, features) in LEGACY_WRITER_FEATURES {
+        if *version <= protocol.min_writer_version {
+            supported.extend(features.iter().map(|f| f.to_string()));
+        }
+    }
+    Err(Error::Unsupported(format!(
+        "[DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT] Your table schema requires manually \
+         enablement of the following table feature(s): timestampNtz. To do this, run \
+         ALTER TABLE table_name SET TBLPROPERTIES ('delta.feature.timestampNtz' = \
+         'supported') (in Delta Spark). Current supported feature(s): {}.",
+        supported.into_iter().collect::<Vec<_>>().join(", ")
+    )))
+}
+
+/// `protocol` with the reader-writer feature `name`: reader 3 / writer 7,
+/// keeping every feature the old versions implied. `None` when the protocol
+/// already has it.
+fn with_reader_writer_feature(protocol: &Protocol, name: &str) -> Option<Protocol> {
+    if is_supported(protocol, name) {
         return None;
     }
     let mut readers: BTreeSet<String> = reader_features(protocol).map(str::to_string).collect();
@@ -210,8 +245,8 @@ pub fn with_deletion_vectors(protocol: &Protocol) -> Option<Protocol> {
     if protocol.min_reader_version == 2 {
         readers.insert("columnMapping".to_string());
     }
-    readers.insert("deletionVectors".to_string());
-    writers.insert("deletionVectors".to_string());
+    readers.insert(name.to_string());
+    writers.insert(name.to_string());
     Some(Protocol {
         min_reader_version: READER_FEATURES_VERSION,
         min_writer_version: WRITER_FEATURES_VERSION,
@@ -374,6 +409,29 @@ mod tests {
             with_deletion_vectors(&protocol(3, 7, &["timestampNtz"], &["timestampNtz"])).unwrap();
         assert!(is_supported(&q, "timestampNtz") && is_supported(&q, "deletionVectors"));
         assert_eq!(with_deletion_vectors(&q), None);
+    }
+
+    #[test]
+    fn a_timestamp_ntz_column_needs_its_feature_enabled_first() {
+        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
+        let ntz = StructType::new(vec![
+            StructField::new("id", DataType::Long, true),
+            StructField::new("ts", DataType::TimestampNtz, true),
+        ]);
+        let legacy = protocol(1, 2, &[], &[]);
+        check_schema_features(&legacy, &plain).unwrap();
+        let e = check_schema_features(&legacy, &ntz)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT"),
+            "{e}"
+        );
+        assert!(e.contains("feature(s): appendOnly, invariants."), "{e}");
+        let dv = protocol(3, 7, &["deletionVectors"], &["deletionVectors"]);
+        assert!(check_schema_features(&dv, &ntz).is_err());
+        let with = protocol(3, 7, &["timestampNtz"], &["timestampNtz"]);
+        check_schema_features(&with, &ntz).unwrap();
     }
 
     #[test]

@@ -483,7 +483,8 @@ impl DataWriter {
             modification_time: super::now_ms(),
             data_change: true,
             stats: Some(file.stats.to_json(&self.stats)),
-            tags: None,
+            // ICEBERG_COMPAT_VERSION on icebergCompatV2 tables, as Delta Spark
+            tags: features::iceberg::new_file_tags(&self.layout.configuration),
             deletion_vector: None,
             base_row_id: None,
             default_row_commit_version: None,

@@ -301,7 +301,6 @@ pub fn evolved_metadata(
     if new.is_empty() {
         return Ok(None);
     }
-    let names: Vec<String> = new.iter().map(|f| f.name.clone()).collect();
     let mut evolved = StructType::new(table.fields.iter().cloned().chain(new).collect());
     let mut metadata = snapshot.metadata().clone();
     if snapshot.column_mapping() != ColumnMappingMode::None {
@@ -314,13 +313,7 @@ pub fn evolved_metadata(
             Some(max_id.to_string()),
         );
     }
-    if evolved.has_timestamp_ntz() && !table.has_timestamp_ntz() {
-        return Err(Error::Unsupported(format!(
-            "MERGE schema evolution would add a timestamp_ntz column ({}), which needs the \
-             timestampNtz table feature: add the column with Delta Spark first",
-            names.join(", ")
-        )));
-    }
+    crate::log::features::protocol::check_schema_features(snapshot.protocol(), &evolved)?;
     metadata.schema_string = evolved.to_schema_string();
     Ok(Some((evolved, metadata)))
 }
