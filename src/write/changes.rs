@@ -1068,24 +1068,41 @@ impl Changes for DmlChanges<'_> {
                 "version {version} added files this operation does not check"
             )));
         };
-        let mut found = futures::stream::iter(added.iter())
-            .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
-            .buffer_unordered(super::READ_CONCURRENCY);
-        while let Some((add, first)) = found.try_next().await? {
-            if let Some(row) = first {
-                return Err(added_row_conflict(
-                    version,
-                    &normalize_path(&add.path),
-                    format!(
-                        "the concurrent commit of version {version} added a row this {} \
-                         would have matched ({row})",
-                        self.operation.name()
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        let operation = self.operation.name();
+        check_added_rows(check, store, version, &added, |row| {
+            format!(
+                "the concurrent commit of version {version} added a row this {operation} \
+                 would have matched ({row})"
+            )
+        })
+        .await
     }
+}
+
+/// The rows of `added` (files the concurrent commit of `version` added)
+/// checked with `check`, the files read concurrently: the first match is a
+/// `ConcurrentAppend` conflict naming its file, worded by `describe` from
+/// the row's description.
+pub(crate) async fn check_added_rows(
+    check: &dyn AddedRowsCheck,
+    store: &TableStore,
+    version: u64,
+    added: &[Add],
+    describe: impl Fn(&str) -> String,
+) -> Result<()> {
+    let mut found = futures::stream::iter(added.iter())
+        .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
+        .buffer_unordered(super::READ_CONCURRENCY);
+    while let Some((add, first)) = found.try_next().await? {
+        if let Some(row) = first {
+            return Err(added_row_conflict(
+                version,
+                &normalize_path(&add.path),
+                describe(&row),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Commit what change writers prepared (on one or many executors) as one

@@ -29,10 +29,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use futures::{StreamExt, TryStreamExt};
+use futures::future::BoxFuture;
+use futures::TryStreamExt;
 use serde_json::{json, Map, Value};
 
-use super::conflict::{added_row_conflict, FileChange, ReadSet, RebaseFile};
+use super::changes::{check_added_rows, AddedRowsCheck};
+use super::conflict::{FileChange, ReadSet, RebaseFile};
 use super::delete::{check_can_delete, matching_rows, targets_of};
 use super::row_deletes::{remove_of, DeleteChanges, DeleteOptions};
 use super::transaction::{Changes, Transaction};
@@ -42,7 +44,6 @@ use crate::expr::{Predicate, PruningStats};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Metadata, RecordCount};
 use crate::log::features;
-use crate::log::path::normalize_path;
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
 use crate::table::snapshot::Snapshot;
 
@@ -73,7 +74,7 @@ impl PredicateRows {
     /// The first live row of `add` the predicate matches, described by its
     /// columns' values; None when there is none (the file's partition
     /// values and stats may rule it out unread).
-    async fn first_match(&self, store: &TableStore, add: &Add) -> Result<Option<String>> {
+    async fn first_row(&self, store: &TableStore, add: &Add) -> Result<Option<String>> {
         let stats = PruningStats::parse(add.stats.as_deref());
         if !self
             .predicate
@@ -98,6 +99,16 @@ impl PredicateRows {
             return Ok(Some(shown.join(", ")));
         }
         Ok(None)
+    }
+}
+
+impl AddedRowsCheck for PredicateRows {
+    fn first_match<'a>(
+        &'a self,
+        store: &'a TableStore,
+        file: &'a Add,
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(self.first_row(store, file))
     }
 }
 
@@ -213,23 +224,14 @@ impl Changes for OverwriteChanges<'_> {
                 "version {version} added files an overwrite of the whole table does not check"
             )));
         };
-        let mut found = futures::stream::iter(added.iter())
-            .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
-            .buffer_unordered(super::READ_CONCURRENCY);
-        while let Some((add, first)) = found.try_next().await? {
-            if let Some(row) = first {
-                return Err(added_row_conflict(
-                    version,
-                    &normalize_path(&add.path),
-                    format!(
-                        "the concurrent commit of version {version} added a row the \
-                         replaceWhere predicate {} matches ({row})",
-                        check.predicate.text()
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        check_added_rows(check, store, version, &added, |row| {
+            format!(
+                "the concurrent commit of version {version} added a row the replaceWhere \
+                 predicate {} matches ({row})",
+                check.predicate.text()
+            )
+        })
+        .await
     }
 }
 
