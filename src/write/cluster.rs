@@ -329,10 +329,10 @@ fn encode_keys(
 /// Memory is bounded: rows are read (a few files at once) into a group until
 /// the group's decoded batches reach the run's memory budget
 /// ([`ClusteringRun::memory_budget`], default [`DEFAULT_MEMORY_BUDGET`]);
-/// the group is then clustered and written ([`write_group`]) and dropped
+/// the group is then clustered and written (`write_group`) and dropped
 /// before more is read. What one task holds at once is the group (at most
 /// the budget plus one batch), the clustering keys, 24 bytes a row for
-/// Hilbert indices and order, [`READ_CONCURRENCY`] files' read-ahead
+/// Hilbert indices and order, `READ_CONCURRENCY` files' read-ahead
 /// ([`crate::scan::READ_AHEAD_BYTES`] each) and the writer's open row group.
 /// Each group is clustered over its own ranges, as Delta Spark clusters each
 /// bin apart; all groups of a run form one ZCube.

@@ -16,7 +16,7 @@
 //! removes is a conflict, as in Delta Spark; DV changes of files it only cuts
 //! with DVs are rebased like a DELETE's.
 //!
-//! A replaceWhere's read set is its predicate ([`PredicateRows`]): a file a
+//! A replaceWhere's read set is its predicate (`PredicateRows`): a file a
 //! concurrent commit added conflicts (`ConcurrentAppend`) only when one of
 //! its live rows matches it; files its partition values or stats rule out
 //! are not read. Delta Spark 4.4 prunes such files by the predicate's
