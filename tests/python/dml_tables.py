@@ -69,3 +69,25 @@ def table_files(root: Path) -> set[str]:
         for p in root.rglob("*")
         if p.is_file() and "_delta_log" not in p.parts
     }
+
+
+def create_tracked_table(spark: Any, path: str, rows: int) -> None:
+    """Delta Spark's (id BIGINT, s STRING) table with row tracking and DVs on: ids
+    0..rows-1, s = 's<id>', in two files from two INSERT commits."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='true')"
+    )
+    for lo in (0, rows // 2):
+        values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + rows // 2))
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES {values}")
+
+
+def spark_row_ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
+    """id -> (row id, row commit version, s), as Delta Spark's ``_metadata`` shows them."""
+    spark.catalog.clearCache()
+    rows = spark.sql(
+        "SELECT id, s, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv "
+        f"FROM delta.`{path}`"
+    ).collect()
+    return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}

@@ -20,17 +20,9 @@ import pytest
 import deltadv
 from deltadv import spark as dspark
 from deltadv.write import write_table
+from tests.python.dml_tables import create_tracked_table, spark_row_ids
 
 N = 40
-
-
-def _row_ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
-    spark.catalog.clearCache()
-    rows = spark.sql(
-        "SELECT id, s, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv "
-        f"FROM delta.`{path}`"
-    ).collect()
-    return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}
 
 
 def _read_row_ids(path: str) -> dict[int, tuple[int, int, str]]:
@@ -38,16 +30,6 @@ def _read_row_ids(path: str) -> dict[int, tuple[int, int, str]]:
     t = deltadv.DeltaTable(path).to_pyarrow_table(["id", "s"], with_row_tracking=True)
     assert t.column_names == ["id", "s", "_row_id", "_row_commit_version"]
     return {r["id"]: (r["_row_id"], r["_row_commit_version"], r["s"]) for r in t.to_pylist()}
-
-
-def _spark_table(spark: Any, path: str) -> None:
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
-        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='true')"
-    )
-    for lo in (0, N // 2):  # two files from two commits
-        values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
-        spark.sql(f"INSERT INTO delta.`{path}` VALUES {values}")
 
 
 def _deltadv_table(path: str) -> None:
@@ -75,10 +57,10 @@ def _twins(spark: Any, tmp_path: Path, created_by: str) -> tuple[str, str]:
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     for p in (ours, theirs):
         if created_by == "spark":
-            _spark_table(spark, p)
+            create_tracked_table(spark, p, N)
         else:
             _deltadv_table(p)
-    assert _row_ids(spark, ours) == _row_ids(spark, theirs)
+    assert spark_row_ids(spark, ours) == spark_row_ids(spark, theirs)
     return ours, theirs
 
 
@@ -87,7 +69,7 @@ def _still_usable(spark: Any, path: str, before: dict[int, tuple[int, int, str]]
     top = max(rid for rid, _, _ in before.values())
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (1000, 'x')")
     spark.sql(f"UPDATE delta.`{path}` SET s = 'y' WHERE id = 5")
-    after = _row_ids(spark, path)
+    after = spark_row_ids(spark, path)
     assert after[1000][0] > top, "Delta Spark's insert reused a row id"
     assert after[5][0] == before[5][0] and after[5][2] == "y"
     assert len({rid for rid, _, _ in after.values()}) == len(after)
@@ -98,12 +80,12 @@ def _still_usable(spark: Any, path: str, before: dict[int, tuple[int, int, str]]
 def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str) -> None:
     spark = delta_spark
     ours, theirs = _twins(spark, tmp_path, created_by)
-    before = _row_ids(spark, ours)
+    before = spark_row_ids(spark, ours)
     where = "id IN (0, 7, 14, 21, 28, 35)"
     m = deltadv.DeltaTable(ours).update({"s": "s || '-u'"}, where)
     assert m["num_updated_rows"] == 6
     spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE {where}")
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert {i for i in got if got[i][1] != before[i][1]} == {0, 7, 14, 21, 28, 35}
     # deltadv's reader shows what Delta Spark's _metadata shows, on both tables
@@ -112,7 +94,7 @@ def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str)
     # materialized column now.
     deltadv.DeltaTable(ours).update({"s": "s || '-v'"}, "id < 10")
     spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-v' WHERE id < 10")
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert {i: r[0] for i, r in got.items()} == {i: r[0] for i, r in before.items()}
     # materialized values (written by deltadv and by Delta Spark) read back
@@ -120,9 +102,9 @@ def test_update_keeps_row_ids(delta_spark: Any, tmp_path: Path, created_by: str)
     # PURGE and OPTIMIZE keep both values.
     t = deltadv.DeltaTable(ours)
     t.purge()
-    assert _row_ids(spark, ours) == want
+    assert spark_row_ids(spark, ours) == want
     t.optimize()
-    assert _row_ids(spark, ours) == want
+    assert spark_row_ids(spark, ours) == want
     assert _read_row_ids(ours) == want
     _still_usable(spark, ours, want)
 
@@ -134,7 +116,7 @@ def test_merge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
     compared)."""
     spark = delta_spark
     ours, theirs = _twins(spark, tmp_path, "spark")
-    before = _row_ids(spark, ours)
+    before = spark_row_ids(spark, ours)
     keys = [3, 17, 22, 39, 50, 51]
     src = pa.table({"id": pa.array(keys, pa.int64()), "s": [f"m{k}" for k in keys]})
     m = (
@@ -150,7 +132,7 @@ def test_merge_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
         f"MERGE INTO delta.`{theirs}` t USING rt_src s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET s = s.s WHEN NOT MATCHED THEN INSERT *"
     )
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert set(got) == set(want)
     old = {i: r for i, r in got.items() if i < N}
     assert old == {i: want[i] for i in old}
@@ -168,7 +150,7 @@ def test_spark_glue_update_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> No
     ours, theirs = _twins(spark, tmp_path, "spark")
     dspark.DeltaTable.forPath(spark, ours).update("id > 30", {"s": "upper(s)"})
     spark.sql(f"UPDATE delta.`{theirs}` SET s = upper(s) WHERE id > 30")
-    assert _row_ids(spark, ours) == _row_ids(spark, theirs)
+    assert spark_row_ids(spark, ours) == spark_row_ids(spark, theirs)
 
 
 def test_copy_on_write_dml_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> None:
@@ -190,12 +172,12 @@ def test_copy_on_write_dml_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> No
     m = t.update({"s": "s || '-u'"}, "id IN (1, 25)", allow_copy_on_write=True)
     assert m["num_updated_rows"] == 2
     spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE id IN (1, 25)")
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert _read_row_ids(ours) == got
     deltadv.DeltaTable(ours).delete("id IN (2, 30)", allow_copy_on_write=True)
     spark.sql(f"DELETE FROM delta.`{theirs}` WHERE id IN (2, 30)")
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert _read_row_ids(ours) == got
     source = pa.table({"id": pa.array([3, 33], pa.int64()), "s": ["m3", "m33"]})
@@ -216,7 +198,7 @@ def test_copy_on_write_dml_keeps_row_ids(delta_spark: Any, tmp_path: Path) -> No
         f"MERGE INTO delta.`{theirs}` t USING rt_cow_src s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET s = s.s"
     )
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert _read_row_ids(ours) == got
     # no deletion vector anywhere: these were rewrites
@@ -300,7 +282,7 @@ def test_dml_names_the_materialized_columns_when_absent(
     )
     assert m["num_updated_rows"] == 4
     spark.sql(f"UPDATE delta.`{theirs}` SET s = s || '-u' WHERE id IN (0, 7, 21, 35)")
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     # the names came with the UPDATE's own commit, in Delta Spark's format
     assert deltadv.DeltaTable(ours).version() == version + 1
@@ -323,7 +305,7 @@ def test_dml_names_the_materialized_columns_when_absent(
         f"MERGE INTO delta.`{theirs}` t USING rt_named_src s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET s = s.s"
     )
-    got, want = _row_ids(spark, ours), _row_ids(spark, theirs)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
     assert got == want
     assert _named_columns(ours) == (rid, rcv)
     assert _read_row_ids(ours) == got

@@ -20,18 +20,9 @@ import pytest
 import deltadv
 from deltadv import spark as dspark
 from deltadv.write import write_table
+from tests.python.dml_tables import create_tracked_table, spark_row_ids
 
 N = 40
-
-
-def _oracle(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
-    """id -> (row id, row commit version, s), as Delta Spark's ``_metadata`` shows them."""
-    spark.catalog.clearCache()
-    rows = spark.sql(
-        "SELECT id, s, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv "
-        f"FROM delta.`{path}`"
-    ).collect()
-    return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}
 
 
 def _ours(df: Any) -> dict[int, tuple[int, int, str]]:
@@ -49,13 +40,7 @@ def tracked_table(delta_spark: Any, tmp_path: Path) -> str:
     materialized ids and the new version) and DELETE (DVs)."""
     spark = delta_spark
     path = str(tmp_path / "tracked")
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
-        "'delta.enableRowTracking'='true', 'delta.enableDeletionVectors'='true')"
-    )
-    for lo in (0, N // 2):
-        values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
-        spark.sql(f"INSERT INTO delta.`{path}` VALUES {values}")
+    create_tracked_table(spark, path, N)
     ids = list(range(N, 2 * N))
     data = pa.table({"id": pa.array(ids, pa.int64()), "s": [f"s{i}" for i in ids]})
     write_table(path, data, mode="append", row_group_rows=7)
@@ -66,7 +51,7 @@ def tracked_table(delta_spark: Any, tmp_path: Path) -> str:
 
 def test_spark_read_adds_delta_sparks_row_ids(delta_spark: Any, tracked_table: str) -> None:
     spark = delta_spark
-    want = _oracle(spark, tracked_table)
+    want = spark_row_ids(spark, tracked_table)
     assert len(want) == 2 * N - len([i for i in range(2 * N) if i % 11 == 3])
     # the table has both kinds of row: materialized (updated) and computed
     assert len({rcv for _, rcv, _ in want.values()}) >= 3
@@ -95,7 +80,7 @@ def test_spark_read_adds_delta_sparks_row_ids(delta_spark: Any, tracked_table: s
 def test_data_source_adds_delta_sparks_row_ids(delta_spark: Any, tracked_table: str) -> None:
     spark = delta_spark
     dspark.register(spark)
-    want = _oracle(spark, tracked_table)
+    want = spark_row_ids(spark, tracked_table)
     reader = spark.read.format("deltadv").option("withRowTracking", "true")
     df = reader.load(tracked_table)
     assert df.columns == ["id", "s", "_row_id", "_row_commit_version"]
