@@ -324,7 +324,14 @@ class RawDeltaTable:
     ) -> dict[str, Any]: ...
     def change_task(self, paths: list[str], **options: Unpack[_DmlOptions]) -> str: ...
     def commit_changes(
-        self, operation: str, prepared: list[str], **options: Unpack[_DmlOptions]
+        self,
+        operation: str,
+        prepared: list[str],
+        *,
+        merge_plan: MergePlan | None = None,
+        merge_keys: object | None = None,
+        merge_keys_complete: bool = True,
+        **options: Unpack[_DmlOptions],
     ) -> dict[str, Any]: ...
     def add_actions(self) -> dict[str, str]: ...
     def predicate_is_partition_only(self, predicate: str) -> bool: ...
@@ -441,6 +448,7 @@ class MergePlan:
     (``operationParameters``, metrics, read set, duplicate matches) come from it."""
 
     DUPLICATE_MATCH_ERROR: ClassVar[str]
+    SOURCE_KEYS_LIMIT: ClassVar[int]
     def __new__(
         cls,
         predicate: str,
@@ -456,6 +464,8 @@ class MergePlan:
     def deletes_duplicates_once(self) -> bool: ...
     @property
     def reads_whole_table(self) -> bool: ...
+    @property
+    def checks_added_rows(self) -> bool: ...
     @property
     def writes_source_columns(self) -> bool: ...
     def assignments(

@@ -18,6 +18,7 @@ from deltadv._core import (
     ChangeTaskInfo,
     CompactTaskInfo,
     DeletionVector,
+    MergePlan,
     RawDeltaTable,
     ScanTaskInfo,
     prepare_changes,
@@ -858,6 +859,9 @@ class DeltaTable:
         allow_copy_on_write: bool = False,
         inline_threshold: int = 0,
         new_columns: pa.Schema | None = None,
+        merge_plan: MergePlan | None = None,
+        merge_keys: pa.Table | None = None,
+        merge_keys_complete: bool = True,
     ) -> dict[str, Any]:
         """Commit what :meth:`ChangeTask.prepare` returned (from any number of
         tasks) as one ``"UPDATE"`` or ``"MERGE"``; ``parameters`` become the
@@ -866,6 +870,12 @@ class DeltaTable:
         the files the operation read (None: the whole table, for the conflict
         checker). Files whose DV changed since they were prepared are rebased
         when the rows are disjoint; if the commit fails, the new files are removed.
+        A MERGE that inserts gives its ``merge_plan`` and ``merge_keys`` (the
+        source columns its condition names; every source row when
+        ``merge_keys_complete``, else just their schema): then a file a
+        concurrent commit added conflicts only when it lies in a partition the
+        condition reads and (with the keys) holds a row with one of the source's
+        keys, as :meth:`merge` checks.
         Returns the metrics; see :meth:`update`."""
         params = dict(parameters or {})
         if predicate is not None and "predicate" not in params:
@@ -879,6 +889,9 @@ class DeltaTable:
             allow_copy_on_write=allow_copy_on_write,
             inline_threshold=inline_threshold,
             new_columns=_schema_bytes(new_columns),
+            merge_plan=merge_plan,
+            merge_keys=merge_keys,
+            merge_keys_complete=merge_keys_complete,
         )
 
     def purge(

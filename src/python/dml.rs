@@ -13,7 +13,8 @@ use crate::table::snapshot::Snapshot;
 use crate::write::changes::{
     self as dml, ChangeTask, DmlMetrics, DmlOperation, DmlOptions, PreparedChanges,
 };
-use crate::write::merge::{MergeClause, MergeSpec};
+use crate::write::merge::{MergeClause, MergePlan, MergeSpec};
+use arrow::ffi_stream::RecordBatchStreamReader;
 
 fn json_error(context: &str) -> impl Fn(serde_json::Error) -> crate::Error + '_ {
     move |source| crate::Error::Json {
@@ -91,6 +92,7 @@ pub(super) fn commit(
     parameters: Option<&str>,
     extra_metrics: Option<&str>,
     mut options: DmlOptions,
+    merge: Option<(MergePlan, RecordBatchStreamReader, bool)>,
 ) -> crate::Result<DmlMetrics> {
     let operation = match operation {
         "UPDATE" => DmlOperation::Update,
@@ -107,7 +109,17 @@ pub(super) fn commit(
         .iter()
         .map(|p| serde_json::from_str::<PreparedChanges>(p).map_err(json_error("prepared changes")))
         .collect::<crate::Result<Vec<_>>>()?;
-    block_on(dml::commit_changes(snapshot, operation, prepared, &options))?
+    match merge {
+        Some((plan, keys, complete)) if operation == DmlOperation::Merge => {
+            block_on(crate::write::merge::commit_merge_changes(
+                snapshot, prepared, &options, &plan, keys, complete,
+            ))?
+        }
+        Some(_) => Err(crate::Error::InvalidArgument(
+            "merge_plan and merge_keys are for a MERGE commit".into(),
+        )),
+        None => block_on(dml::commit_changes(snapshot, operation, prepared, &options))?,
+    }
 }
 
 pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bound<'py, PyDict>> {

@@ -24,11 +24,23 @@ pub struct MergePlan {
     inner: RsMergePlan,
 }
 
+impl MergePlan {
+    /// The plan, for the commit of a Spark MERGE.
+    pub(super) fn plan(&self) -> &RsMergePlan {
+        &self.inner
+    }
+}
+
 #[pymethods]
 impl MergePlan {
     /// Delta's error class for a target row several source rows would change.
     #[classattr]
     const DUPLICATE_MATCH_ERROR: &'static str = DUPLICATE_MATCH_ERROR;
+
+    /// Most bytes of source join keys a MERGE that inserts keeps to check
+    /// rows a concurrent commit added (about 25 a row for an integer key).
+    #[classattr]
+    const SOURCE_KEYS_LIMIT: usize = crate::write::merge::SOURCE_KEYS_LIMIT;
 
     #[new]
     #[pyo3(signature = (predicate, clauses, *, target_alias="target", source_alias="source"))]
@@ -91,6 +103,14 @@ impl MergePlan {
     #[getter]
     fn reads_whole_table(&self) -> bool {
         self.inner.reads_whole_table()
+    }
+
+    /// Whether the commit checks a file a concurrent commit added (its
+    /// partition, its rows against the source keys) before calling it a
+    /// conflict: give it the source keys (`commit_changes(merge_keys=...)`).
+    #[getter]
+    fn checks_added_rows(&self) -> bool {
+        self.inner.checks_added_rows()
     }
 
     /// Whether some clause writes source columns by name (UPDATE SET * /

@@ -684,12 +684,22 @@ impl RawDeltaTable {
     /// UPDATE or MERGE (`operation`); the metrics, and the table reloaded.
     /// Options (keywords): `parameters` and `extra_metrics` (JSON objects),
     /// `read_files`, `allow_copy_on_write`, `inline_threshold`, `new_columns`.
-    #[pyo3(signature = (operation, prepared, **options))]
+    /// A MERGE gives its `merge_plan` and `merge_keys` (an Arrow stream of
+    /// the source columns its condition names; every row when
+    /// `merge_keys_complete`) for the check of files a concurrent commit added.
+    #[pyo3(signature = (
+        operation, prepared, *, merge_plan=None, merge_keys=None, merge_keys_complete=true,
+        **options
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn commit_changes<'py>(
         &mut self,
         py: Python<'py>,
         operation: &str,
         prepared: Vec<String>,
+        merge_plan: Option<PyRef<'py, super::merge_plan::MergePlan>>,
+        merge_keys: Option<&Bound<'py, PyAny>>,
+        merge_keys_complete: bool,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let args = DmlArgs::from_kwargs("commit_changes", options)?;
@@ -706,6 +716,19 @@ impl RawDeltaTable {
         )
         .map_err(to_py)?;
         options.read_files = args.read_files.map(|f| f.into_iter().collect());
+        let merge = match (merge_plan, merge_keys) {
+            (Some(plan), Some(keys)) => Some((
+                plan.plan().clone(),
+                super::write::stream_reader(keys)?,
+                merge_keys_complete,
+            )),
+            (None, None) => None,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "commit_changes: merge_plan and merge_keys go together",
+                ))
+            }
+        };
         let snapshot = self.snapshot.clone();
         let metrics = py
             .detach(|| {
@@ -716,6 +739,7 @@ impl RawDeltaTable {
                     args.parameters.as_deref(),
                     args.extra_metrics.as_deref(),
                     options,
+                    merge,
                 )
             })
             .map_err(to_py)?;

@@ -1,6 +1,7 @@
 //! MERGE from the Rust API, on local disk: an upsert lands updated rows in a
 //! new file and their old copies in one DV file; NOT MATCHED BY SOURCE runs
-//! once over a source read in several chunks; a bad MERGE leaves nothing.
+//! once over a source read in several chunks; a bad MERGE leaves nothing; an
+//! upsert that lost a race reads only the partitions of its condition.
 
 use std::sync::Arc;
 
@@ -136,4 +137,73 @@ fn a_failed_merge_leaves_no_file() {
     assert!(text.contains("target.id = 3"), "{text}");
     assert_eq!(files_on_disk(dir.path()), before);
     assert_eq!(snapshot(&store).version(), 0);
+}
+
+/// Two MERGEs on version 0 of a table partitioned by `g`: the first inserts
+/// id 100 into partition "new" (version 1); the second, on the stale
+/// snapshot, loses the race. A condition that reads partition "old" only is
+/// not stopped by the new file (another partition), though its row has one
+/// of the source's keys; one that reads every partition conflicts.
+#[test]
+fn an_upsert_reads_only_the_partitions_of_its_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let ids: Vec<i64> = (0..10).collect();
+    let reader = RecordBatchIterator::new(vec![Ok(batch(&ids, "old"))], schema());
+    let options = WriteOptions {
+        partition_by: vec!["g".into()],
+        ..Default::default()
+    };
+    block_on(write_table(&store, reader, &options))
+        .unwrap()
+        .unwrap();
+    let stale = snapshot(&store);
+    let upsert = |condition: &str| {
+        let mut spec = MergeSpec::new(condition);
+        spec.target_alias = "t".into();
+        spec.source_alias = "s".into();
+        spec.clauses = vec![
+            clause(ClauseKind::Matched, ClauseAction::UpdateAll, None),
+            clause(ClauseKind::NotMatched, ClauseAction::InsertAll, None),
+        ];
+        spec
+    };
+    let winner = RecordBatchIterator::new(vec![Ok(batch(&[100], "new"))], schema());
+    let m = block_on(merge(
+        &stale,
+        winner,
+        &upsert("t.id = s.id"),
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(m.version, Some(1));
+    let source = || RecordBatchIterator::new(vec![Ok(batch(&[1, 100], "old"))], schema());
+    let err = block_on(merge(
+        &stale,
+        source(),
+        &upsert("t.id = s.id"),
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("ConcurrentAppend"), "{err}");
+    assert!(err.contains("would have matched"), "{err}");
+    let m = block_on(merge(
+        &stale,
+        source(),
+        &upsert("t.g = 'old' AND t.id = s.id"),
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!((m.version, m.attempts), (Some(2), 2));
+    let mut want: Vec<(i64, String)> = (0..10).map(|i| (i, "old".to_string())).collect();
+    want.push((100, "new".into()));
+    want.push((100, "old".into()));
+    let mut got = rows(&store);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
 }

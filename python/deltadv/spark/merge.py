@@ -14,18 +14,20 @@ driver commits once, as a MERGE with Delta Spark's parameters and metrics.
 
 Concurrent commits (Delta Spark's conflict rules, checked by the Rust
 transaction): a MERGE with NOT MATCHED [BY SOURCE] clauses depends on the whole
-table, so a data file another writer added meanwhile conflicts
-(``CommitConflictError``) unless that writer was a blind append (``INSERT``,
-``write_table(mode="append")``) under the default ``WriteSerializable`` isolation
-and the MERGE changes no metadata (schema evolution, identity high-water marks);
-a MERGE without them depends only on the files it read. Delta Spark's MERGE does
-the same on an unpartitioned table. Two differences: Delta Spark narrows the read
-set by the condition's target-only partition predicates (``t.part = 'a' AND ...``:
-files added to other partitions do not conflict), where this MERGE still reads the
-whole table (stricter); and deltadv's in-process MERGE
-(:meth:`deltadv.DeltaTable.merge`) checks the added files' rows against its
-source keys before conflicting, which this one does not (its source keys stay in
-Spark).
+table, so a data file another writer added meanwhile may conflict
+(``CommitConflictError``, Delta Spark's ``ConcurrentAppendException``) unless that
+writer was a blind append (``INSERT``, ``write_table(mode="append")``) under the
+default ``WriteSerializable`` isolation and the MERGE changes no metadata (schema
+evolution, identity high-water marks); a MERGE without them depends only on the
+files it read. A MERGE that inserts, without NOT MATCHED BY SOURCE clauses, checks
+such a file as deltadv's in-process MERGE (:meth:`deltadv.DeltaTable.merge`) does,
+in the Rust commit: a file in a partition its condition's target-only partition
+predicates exclude (``t.part = 'a' AND ...``, Delta Spark's read set) is no
+conflict, nor one none of whose rows has one of the source's join keys. The keys
+are the source columns the condition names, collected on the driver (the
+broadcast source already is; a larger one is collected while its keys fit
+``MergePlan.SOURCE_KEYS_LIMIT``, else any file in the partitions read conflicts).
+A condition given as a Column is not checked row by row (any such file conflicts).
 """
 
 from __future__ import annotations
@@ -781,7 +783,31 @@ class _SparkMerge:
             read_files=None if self.plan.reads_whole_table else self.paths,
             inline_threshold=self.options["inline_threshold"],
             new_columns=self.new_columns,
+            **self._source_keys(),
         )
+
+    def _source_keys(self) -> dict[str, Any]:
+        """The commit's arguments for checking files a concurrent commit added
+        (when the plan checks them, and the condition is SQL text): the source
+        columns the condition names, every row while Spark's count of them says
+        they fit the Rust core's budget, else only their schema."""
+        if not self.plan.checks_added_rows or not isinstance(self.condition, str):
+            return {}
+        words = {
+            (a or b).lower()
+            for a, b in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", self.condition)
+        }
+        columns = [c for c in self.source_in.columns if c.lower() in words]
+        if not columns:
+            return {}
+        if self.local is not None:  # the broadcast source, collected already
+            keys, complete = self.local.select(columns), True
+        else:
+            frame = self.source_in.select(*[f"`{c}`" for c in columns])
+            # A lower bound of what the Rust core keeps a row (see SOURCE_KEYS_LIMIT).
+            complete = self.num_source * (16 + 9 * len(columns)) <= MergePlan.SOURCE_KEYS_LIMIT
+            keys = frame.toArrow() if complete else to_arrow_schema(frame.schema).empty_table()
+        return {"merge_plan": self.plan, "merge_keys": keys, "merge_keys_complete": complete}
 
     def _duplicate_error(self, staged: DataFrame) -> ValueError:
         """The duplicate-match error, naming a target row (its values) that

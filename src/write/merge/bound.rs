@@ -81,6 +81,30 @@ impl BoundMerge {
         table: &StructType,
         table_fields: Fields,
     ) -> Result<BoundMerge> {
+        let mut bound = Self::condition(plan, target, source, table, table_fields)?;
+        for (index, c) in plan.clauses().iter().enumerate() {
+            let clause = bound.compile(plan, index, table)?;
+            match c.kind {
+                ClauseKind::Matched => bound.matched.push(clause),
+                ClauseKind::NotMatched => bound.not_matched.push(clause),
+                ClauseKind::NotMatchedBySource => bound.by_source.push(clause),
+            }
+        }
+        bound.dedupe = plan.deletes_duplicates_once();
+        Ok(bound)
+    }
+
+    /// Only the join condition of `plan` bound (no clause): its keys,
+    /// residual and target-only parts, e.g. to check rows against the source
+    /// keys where the MERGE itself ran elsewhere (Spark). `source` may hold
+    /// just the source columns the condition names.
+    pub(super) fn condition(
+        plan: &MergePlan,
+        target: &StructType,
+        source: &StructType,
+        table: &StructType,
+        table_fields: Fields,
+    ) -> Result<BoundMerge> {
         let rel = Relation::new(target, source, plan.target_alias(), plan.source_alias())?;
         let condition = crate::expr::parse::parse(plan.predicate())?;
         let mut parts = Vec::new();
@@ -136,7 +160,7 @@ impl BoundMerge {
                 .transpose()?,
             _ => Some(bind_predicate(&rel, &Expr::And(residual))?),
         };
-        let mut bound = BoundMerge {
+        Ok(BoundMerge {
             rel,
             keys_target,
             keys_source,
@@ -151,17 +175,7 @@ impl BoundMerge {
             table_fields,
             dedupe: false,
             values: ColumnValues::new(table)?,
-        };
-        for (index, c) in plan.clauses().iter().enumerate() {
-            let clause = bound.compile(plan, index, table)?;
-            match c.kind {
-                ClauseKind::Matched => bound.matched.push(clause),
-                ClauseKind::NotMatched => bound.not_matched.push(clause),
-                ClauseKind::NotMatchedBySource => bound.by_source.push(clause),
-            }
-        }
-        bound.dedupe = plan.deletes_duplicates_once();
-        Ok(bound)
+        })
     }
 
     /// Bind clause `index` of `plan`: its condition and its values over

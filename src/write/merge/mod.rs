@@ -39,7 +39,7 @@
 //! | `source`      | the source read in chunks of Delta's types                       | no  |
 //! | `join`        | a chunk hashed on its keys and probed; key-range file pruning     | no  |
 //! | `apply`       | clauses applied to pairs and rows: the change batches             | reads target files |
-//! | this module   | [`merge`]: passes over chunks and files, the writer, the commit  | yes |
+//! | this module   | [`merge`]: passes over chunks and files, the writer, the commit; [`commit_merge_changes`] (Spark's) | yes |
 
 mod apply;
 mod bound;
@@ -88,15 +88,73 @@ fn arrow_error(e: arrow_schema::ArrowError) -> Error {
 /// concurrent commit added; with a larger source, any such file conflicts.
 pub const SOURCE_KEYS_LIMIT: usize = 64 * 1024 * 1024;
 
-/// The rows a concurrent commit added, checked against the source keys of a
-/// MERGE that inserts and has no `NOT MATCHED BY SOURCE` clause: such a
-/// MERGE would have acted differently only on a new row matching one of its
-/// source rows (a key match is enough: the rest of the condition is not
-/// evaluated, so the check errs towards a conflict).
+/// How a MERGE that inserts and has no `NOT MATCHED BY SOURCE` clause (so
+/// reads the whole table) tells whether a file a concurrent commit added
+/// matters to it. Not when the file lies in a partition that the
+/// condition's target-only partition predicates exclude (`t.part = 'a' AND
+/// …`: Delta Spark's read set, such a MERGE reads only those partitions);
+/// else when one of its rows has one of the source's keys (a key match is
+/// enough: the rest of the condition is not evaluated, so the check errs
+/// towards a conflict); without the source keys (more than
+/// [`SOURCE_KEYS_LIMIT`] bytes of them), any such file.
 struct InsertCheck {
     plan: Arc<BoundMerge>,
-    keys: SourceKeys,
+    keys: Option<SourceKeys>,
     spec: ScanSpec,
+    partitions: Option<Predicate>,
+}
+
+impl InsertCheck {
+    /// The check of `plan` (bound on `snapshot`'s table, scanned with
+    /// `spec`), given the source keys when all were kept; None when it
+    /// would check nothing (no keys, no partition predicate).
+    fn new(
+        snapshot: &Snapshot,
+        plan: Arc<BoundMerge>,
+        keys: Option<SourceKeys>,
+        spec: ScanSpec,
+    ) -> Option<InsertCheck> {
+        let partitions = partition_read_set(snapshot, &plan);
+        (keys.is_some() || partitions.is_some()).then_some(InsertCheck {
+            plan,
+            keys,
+            spec,
+            partitions,
+        })
+    }
+}
+
+/// The target-only parts of the join condition that name only partition
+/// columns, as one predicate over the table; None when there are none. A
+/// part that does not bind to the table is left out (the read set only
+/// grows).
+fn partition_read_set(snapshot: &Snapshot, plan: &BoundMerge) -> Option<Predicate> {
+    let partition_columns = &snapshot.metadata().partition_columns;
+    if partition_columns.is_empty() {
+        return None;
+    }
+    let bind = |e: &Expr| {
+        Predicate::bind_expr(
+            e,
+            e.to_string(),
+            snapshot.schema(),
+            partition_columns,
+            snapshot.column_mapping(),
+            Binding::Strict,
+        )
+        .ok()
+    };
+    let parts: Vec<Expr> = plan
+        .target_only
+        .iter()
+        .filter(|e| bind(e).is_some_and(|p| p.partition_only()))
+        .cloned()
+        .collect();
+    match parts.len() {
+        0 => None,
+        1 => parts.first().and_then(bind),
+        _ => bind(&Expr::And(parts)),
+    }
 }
 
 impl AddedRowsCheck for InsertCheck {
@@ -106,17 +164,108 @@ impl AddedRowsCheck for InsertCheck {
         file: &'a crate::log::actions::Add,
     ) -> futures::future::BoxFuture<'a, Result<Option<String>>> {
         Box::pin(async move {
+            if let Some(p) = &self.partitions {
+                if !p.may_match_file(&file.partition_values, None) {
+                    return Ok(None); // a partition this MERGE did not read
+                }
+            }
+            let Some(keys) = &self.keys else {
+                return Ok(Some(format!(
+                    "any row of a partition it read: its source keys were not kept \
+                     (over {SOURCE_KEYS_LIMIT} bytes)"
+                )));
+            };
             let file = ScanFile::of_add(file);
             let mut batches =
                 scan::stream_file(store, &self.spec, &file, scan::DeletedRows::Load).await?;
             while let Some(batch) = futures::TryStreamExt::try_next(&mut batches).await? {
-                if let Some(row) = self.keys.first_match(&self.plan, &batch)? {
+                if let Some(row) = keys.first_match(&self.plan, &batch)? {
                     return Ok(Some(row));
                 }
             }
             Ok(None)
         })
     }
+}
+
+/// Commit the changes of a MERGE that ran elsewhere (the Spark glue: its
+/// tasks wrote `prepared`) as [`commit_changes`](super::changes::commit_changes)
+/// does, with the check [`merge`] makes of files a concurrent commit added
+/// when the MERGE inserts and has no `NOT MATCHED BY SOURCE` clause: files
+/// outside the partitions its condition reads, and files without a row
+/// holding one of its source keys, are no conflict. `source_keys` holds the
+/// source columns the condition names (any superset of them will do), every
+/// source row when `all_keys`; else only its schema is used (any added file
+/// in the partitions read conflicts). A condition deltadv cannot bind (Spark
+/// SQL beyond its subset) checks nothing: any added file conflicts, as
+/// without this check.
+pub async fn commit_merge_changes<R: RecordBatchReader>(
+    snapshot: &Snapshot,
+    prepared: Vec<super::changes::PreparedChanges>,
+    options: &DmlOptions,
+    merge_plan: &MergePlan,
+    source_keys: R,
+    all_keys: bool,
+) -> Result<DmlMetrics> {
+    let started = Instant::now();
+    let check = if merge_plan.checks_added_rows() {
+        remote_check(snapshot, merge_plan, source_keys, all_keys)
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    commit_changes_since(
+        snapshot,
+        DmlOperation::Merge,
+        prepared,
+        options,
+        started,
+        check.as_ref().map(|c| c as &dyn AddedRowsCheck),
+    )
+    .await
+}
+
+/// The [`InsertCheck`] of [`commit_merge_changes`].
+fn remote_check<R: RecordBatchReader>(
+    snapshot: &Snapshot,
+    merge_plan: &MergePlan,
+    source_keys: R,
+    all_keys: bool,
+) -> Result<Option<InsertCheck>> {
+    let shape = SourceShape::of(&source_keys.schema())?;
+    let source = shape.delta.clone();
+    let mut spec = ScanSpec::for_snapshot(snapshot, None);
+    spec.with_metadata_columns = true;
+    let scan_schema = spec.output_schema()?;
+    let table_fields: Fields = scan_schema
+        .fields()
+        .iter()
+        .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
+        .cloned()
+        .collect();
+    let table = snapshot.schema();
+    let plan = BoundMerge::condition(merge_plan, table, &source, table, table_fields)?;
+    let needed = plan.target_columns();
+    spec.columns = Some(
+        table
+            .fields
+            .iter()
+            .map(|f| f.name.clone())
+            .filter(|n| needed.contains(n))
+            .collect(),
+    );
+    let keys = if all_keys {
+        let mut keys = SourceKeys::new(&plan, SOURCE_KEYS_LIMIT)?;
+        let mut chunks = SourceChunks::new(source_keys, shape, DEFAULT_SOURCE_CHUNK_BYTES);
+        while let Some((chunk, _)) = chunks.next_chunk()? {
+            keys.add(&plan, &chunk)?;
+        }
+        Some(keys).filter(SourceKeys::complete)
+    } else {
+        None
+    };
+    Ok(InsertCheck::new(snapshot, Arc::new(plan), keys, spec))
 }
 
 /// MERGE `source` into the table at `snapshot` (see the module docs); one
@@ -201,7 +350,7 @@ pub async fn merge<R: RecordBatchReader>(
     let mut stats = RunStats::new(merge_plan.clauses().len());
     // Inserting, the MERGE reads the whole table; it keeps its source keys
     // to tell whether files a concurrent commit adds hold a matching row.
-    let mut keys = if merge_plan.reads_whole_table() && plan.by_source.is_empty() {
+    let mut keys = if merge_plan.checks_added_rows() {
         Some(SourceKeys::new(&plan, SOURCE_KEYS_LIMIT)?)
     } else {
         None
@@ -249,11 +398,12 @@ pub async fn merge<R: RecordBatchReader>(
     } else {
         Some(stats.scanned)
     };
-    let check = keys.filter(SourceKeys::complete).map(|keys| InsertCheck {
-        plan: plan.clone(),
-        keys,
-        spec: scan_spec.clone(),
-    });
+    let check = if merge_plan.checks_added_rows() {
+        let keys = keys.filter(SourceKeys::complete);
+        InsertCheck::new(snapshot, plan.clone(), keys, scan_spec.clone())
+    } else {
+        None
+    };
     commit_changes_since(
         snapshot,
         DmlOperation::Merge,

@@ -398,6 +398,14 @@ impl MergePlan {
         self.has(ClauseKind::NotMatched) || self.has(ClauseKind::NotMatchedBySource)
     }
 
+    /// Whether a file a concurrent commit added is checked before it is
+    /// called a conflict (a MERGE that inserts, without `NOT MATCHED BY
+    /// SOURCE` clauses: only a new row in a partition its condition reads,
+    /// matching one of its source keys, would have changed what it did).
+    pub fn checks_added_rows(&self) -> bool {
+        self.has(ClauseKind::NotMatched) && !self.has(ClauseKind::NotMatchedBySource)
+    }
+
     /// Whether some clause writes source columns by name (`UPDATE SET *`,
     /// `INSERT *`): with schema evolution on, the source columns the table
     /// lacks are then added to it.
