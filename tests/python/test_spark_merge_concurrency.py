@@ -3,12 +3,13 @@ creates and reads back: a MERGE that inserts reads the whole table, so a file a
 concurrent commit added conflicts only where it could have changed what the MERGE
 did, as deltadv's in-process MERGE decides (the rule lives in the Rust commit):
 
-- concurrent MERGEs inserting disjoint keys (two Spark-glue MERGEs; the source
-  broadcast, or a 100,000-row source joined sort-merge) both commit, the later
-  rebased, nothing raised;
-- a concurrent MERGE that inserted one of the later MERGE's source keys makes it
-  raise CommitConflictError (Delta Spark's ConcurrentAppendException), committing
-  nothing and leaving no file behind;
+- concurrent MERGEs inserting disjoint keys (two Spark-glue MERGEs, the source
+  broadcast or a 100,000-row source joined sort-merge; or Delta Spark's own MERGE
+  as the winner) both commit, the later rebased, nothing raised;
+- a concurrent MERGE (Spark glue, in-process, or Delta Spark's) that inserted one
+  of the later MERGE's source keys makes it raise CommitConflictError (Delta
+  Spark's ConcurrentAppendException), committing nothing and leaving no file
+  behind;
 - a MERGE whose condition reads one partition (``t.part = 'a' AND ...``) is not
   stopped by a concurrent commit adding rows to another partition, even one with
   one of its keys (Delta Spark's read set of target-only partition predicates), and
@@ -87,6 +88,15 @@ def _source(spark: Any, rows: list[tuple[int, str, str]]) -> Any:
     return spark.createDataFrame(rows, "id long, part string, v string")
 
 
+def _delta_spark_upsert(spark: Any, path: str, rows: list[tuple[int, str, str]]) -> None:
+    """The same upsert by Delta Spark's own MERGE."""
+    values = ", ".join(f"({i}, '{p}', '{v}')" for i, p, v in rows)
+    spark.sql(
+        f"MERGE INTO delta.`{path}` t USING (SELECT * FROM VALUES {values} AS s(id, part, v)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+
+
 @pytest.fixture
 def before_commit(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     """Run a competitor once, between the next Spark MERGE's writing tasks and its
@@ -104,7 +114,7 @@ def before_commit(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     assert not pending, "the competitor never ran"
 
 
-@pytest.mark.parametrize("shape", ["broadcast", "sort-merge-100k"])
+@pytest.mark.parametrize("shape", ["broadcast", "sort-merge-100k", "delta-spark-winner"])
 def test_spark_merges_inserting_disjoint_keys_both_commit(
     delta_spark: Any, tmp_path: Path, before_commit: Any, shape: str
 ) -> None:
@@ -117,13 +127,16 @@ def test_spark_merges_inserting_disjoint_keys_both_commit(
     second = [(2, "a", "B"), (7, "b", "B"), (200, "a", "B")]
 
     def competitor() -> None:
+        if shape == "delta-spark-winner":
+            _delta_spark_upsert(spark, path, second)
+            return
         m = _spark_upsert(spark, path, _source(spark, second))
         assert m["version"] == 2 and m["num_target_rows_inserted"] == 1
 
     before_commit(competitor)
     key = "spark.sql.autoBroadcastJoinThreshold"
     old = spark.conf.get(key)
-    if shape != "broadcast":
+    if shape == "sort-merge-100k":
         spark.conf.set(key, "-1")
     try:
         m = _spark_upsert(spark, path, _source(spark, first))
@@ -145,7 +158,7 @@ def test_spark_merges_inserting_disjoint_keys_both_commit(
     ]
 
 
-@pytest.mark.parametrize("competitor_api", ["spark", "python"])
+@pytest.mark.parametrize("competitor_api", ["spark", "python", "delta-spark"])
 def test_spark_merge_conflicts_on_a_concurrent_row_with_its_key(
     delta_spark: Any, tmp_path: Path, before_commit: Any, competitor_api: str
 ) -> None:
@@ -158,6 +171,10 @@ def test_spark_merge_conflicts_on_a_concurrent_row_with_its_key(
 
     def competitor() -> None:
         pre = table_files(Path(path))  # with the loser's new files
+        if competitor_api == "delta-spark":
+            _delta_spark_upsert(spark, path, second)
+            after["winner"] = table_files(Path(path)) - pre
+            return
         if competitor_api == "spark":
             m = _spark_upsert(spark, path, _source(spark, second))
         else:
