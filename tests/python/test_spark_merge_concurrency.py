@@ -17,7 +17,9 @@ did, as deltadv's in-process MERGE decides (the rule lives in the Rust commit):
 
 The race is made deterministic: the competitor commits from inside the hook
 between the first MERGE's writing tasks and its commit. Expected rows come from a
-model of the statements, compared with what Delta Spark reads."""
+model of the statements, compared with what Delta Spark reads. The commit the
+Spark MERGE makes (``DeltaTable.commit_changes`` with its plan and source keys) is
+also pinned without Spark, case by case, keys not kept included."""
 
 from __future__ import annotations
 
@@ -256,3 +258,83 @@ def test_spark_merge_reads_only_the_partitions_of_its_condition(
     want += [(100, "b", "W"), (3, "a", "A"), (100, "a", "A")]
     got = [(r["id"], r["part"], r["v"]) for r in spark.read.format("delta").load(path).collect()]
     assert sorted(got) == sorted(want)
+
+
+def _inserts(ids: list[int], part: str) -> pa.Table:
+    """A change stream of inserted rows (as the Spark MERGE's writers take it)."""
+    n = len(ids)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "part": [part] * n,
+            "v": ["A"] * n,
+            "_file_path": pa.nulls(n, pa.string()),
+            "_row_index": pa.nulls(n, pa.int64()),
+            "_change": ["insert"] * n,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("condition", "keys", "complete", "conflicts"),
+    [
+        ("t.id = s.id", [5, 6], True, False),
+        ("t.id = s.id", [5, 100], True, True),
+        ("t.part = 'a' AND t.id = s.id", [5, 100], True, False),
+        ("t.part = 'a' AND t.id = s.id", [5, 100], False, False),
+        ("t.part = 'b' AND t.id = s.id", [5, 6], False, True),
+        ("t.id = s.id", [5, 6], False, True),
+    ],
+    ids=["disjoint", "shared", "other-partition", "other-partition-no-keys", "no-keys", "all"],
+)
+def test_commit_changes_checks_added_files_with_the_merge_plan(
+    tmp_path: Path, condition: str, keys: list[int], complete: bool, conflicts: bool
+) -> None:
+    """The commit the Spark MERGE makes (``DeltaTable.commit_changes`` with its
+    plan and source keys), on a stale table after a concurrent MERGE inserted id
+    100 into partition 'b': a conflict only when the new row lies in a partition
+    the condition reads and has one of the keys, or (keys not kept:
+    ``merge_keys_complete=False``) whenever it lies in a partition read."""
+    path = str(tmp_path / "t")
+    ids = list(range(10))
+    initial = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "part": ["a" if i % 2 == 0 else "b" for i in ids],
+            "v": [f"v{i}" for i in ids],
+        }
+    )
+    write_table(path, initial, partition_by=["part"])
+    stale = deltadv.DeltaTable(path)
+    prepared = stale.change_task([]).prepare(_inserts(keys, "a"))
+    winner = pa.table({"id": pa.array([100], pa.int64()), "part": ["b"], "v": ["W"]})
+    (
+        deltadv.DeltaTable(path)
+        .merge(winner, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    plan = deltadv.MergePlan(
+        condition, [("not_matched", "insert_all", None, [])], target_alias="t", source_alias="s"
+    )
+    assert plan.checks_added_rows
+
+    def commit() -> dict[str, Any]:
+        return stale.commit_changes(
+            "MERGE",
+            [prepared],
+            merge_plan=plan,
+            merge_keys=pa.table({"id": pa.array(keys if complete else [], pa.int64())}),
+            merge_keys_complete=complete,
+        )
+
+    want = [(i, "a" if i % 2 == 0 else "b") for i in ids] + [(100, "b")]
+    if conflicts:
+        with pytest.raises(CommitConflictError, match="ConcurrentAppend"):
+            commit()
+        assert deltadv.DeltaTable(path).version() == 1
+    else:
+        assert commit()["version"] == 2
+        want += [(k, "a") for k in keys]
+    got = deltadv.DeltaTable(path).to_pyarrow_table().select(["id", "part"]).to_pylist()
+    assert sorted((r["id"], r["part"]) for r in got) == sorted(want)
