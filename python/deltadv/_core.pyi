@@ -30,6 +30,7 @@ __all__ = [
     "_set_fault_points",
     "commit_files",
     "prepare_changes",
+    "prepare_create",
     "prepare_delete",
     "read_scan_task",
     "rewrite_compact_task",
@@ -101,6 +102,7 @@ class _WriteOptions(TypedDict, total=False):
     predicate: str | None
     schema_mode: str | None
     identity_slot: int | None
+    table_schema: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -365,6 +367,10 @@ def commit_files(
     **options: Unpack[_WriteOptions],
 ) -> int:
     """Commit written data files (create or append); removes them on failure."""
+
+def prepare_create(schema_ipc: bytes, configuration: dict[str, str]) -> str:
+    """The Delta schema (JSON) of a table to be created from files written
+    apart: column mapping ids and physical names decided once."""
 
 def prepare_delete(
     table_uri: str,

@@ -351,6 +351,9 @@ pub(super) struct WriteArgs {
     pub schema_mode: Option<String>,
     /// `write_files`: the writer's slot for identity values.
     pub identity_slot: Option<u64>,
+    /// `write_files`/`commit_files`: the Delta schema (JSON) of
+    /// `prepare_create`, in place of `schema_ipc`.
+    pub table_schema: Option<String>,
 }
 
 impl Default for WriteArgs {
@@ -368,6 +371,7 @@ impl Default for WriteArgs {
             predicate: None,
             schema_mode: None,
             identity_slot: None,
+            table_schema: None,
         }
     }
 }
@@ -391,6 +395,7 @@ impl WriteArgs {
                 "predicate",
                 "schema_mode",
                 "identity_slot",
+                "table_schema",
             ],
         )?;
         let d = Self::default();
@@ -408,6 +413,7 @@ impl WriteArgs {
             rows_per_file: kw.get("rows_per_file", d.rows_per_file)?,
             row_group_rows: kw.get("row_group_rows", d.row_group_rows)?,
             identity_slot: kw.get("identity_slot", d.identity_slot)?,
+            table_schema: kw.get("table_schema", d.table_schema)?,
         })
     }
 }

@@ -41,6 +41,18 @@ pub(super) fn stream_reader(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStre
         .map_err(|e| PyValueError::new_err(format!("invalid Arrow stream: {e}")))
 }
 
+/// The schema a write describes: the Delta schema (JSON) `table_schema` of
+/// `prepare_create` when given, else that of the Arrow schema `schema_ipc`.
+fn schema_of(
+    schema_ipc: Option<&[u8]>,
+    table_schema: Option<&str>,
+) -> crate::Result<Option<StructType>> {
+    match table_schema {
+        Some(text) => StructType::parse(text).map(Some),
+        None => schema_from_ipc(schema_ipc),
+    }
+}
+
 pub(super) fn schema_from_ipc(schema_ipc: Option<&[u8]>) -> crate::Result<Option<StructType>> {
     schema_ipc
         .map(|bytes| {
@@ -83,7 +95,9 @@ pub fn write_table(
 /// "append"; or about to be created with `schema_ipc`, mode "error")
 /// without committing; their add actions as JSON.
 ///
-/// Options (keywords): those of `write_table`, `schema_ipc`.
+/// Options (keywords): those of `write_table`, `schema_ipc`, `table_schema`
+/// (the Delta schema of `prepare_create`, for a column-mapped table to be
+/// created).
 #[pyfunction]
 #[pyo3(signature = (table_uri, storage_options, data, **options))]
 pub fn write_files(
@@ -93,12 +107,12 @@ pub fn write_files(
     data: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<String>> {
-    let (options, schema_ipc) = WriteArgs::from_kwargs("write_files", options)?
-        .write_options()
-        .map_err(to_py)?;
+    let args = WriteArgs::from_kwargs("write_files", options)?;
+    let table_schema = args.table_schema.clone();
+    let (options, schema_ipc) = args.write_options().map_err(to_py)?;
     let reader = stream_reader(data)?;
     py.detach(|| -> crate::Result<Vec<String>> {
-        let schema = schema_from_ipc(schema_ipc.as_deref())?;
+        let schema = schema_of(schema_ipc.as_deref(), table_schema.as_deref())?;
         let store = TableStore::open(table_uri, &storage_options)?;
         let adds = block_on(files::write_files(
             &store,
@@ -122,7 +136,7 @@ pub fn write_files(
 /// actions as JSON): create the table (mode "error", `schema_ipc` required)
 /// or append. On failure the files are removed. Returns the version.
 ///
-/// Options (keywords): `mode`, `schema_ipc`, `partition_by`,
+/// Options (keywords): `mode`, `schema_ipc`, `table_schema`, `partition_by`,
 /// `configuration`, `enable_deletion_vectors`.
 #[pyfunction]
 #[pyo3(signature = (table_uri, storage_options, adds, **options))]
@@ -133,9 +147,9 @@ pub fn commit_files(
     adds: Vec<String>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let (options, schema_ipc) = WriteArgs::from_kwargs("commit_files", options)?
-        .write_options()
-        .map_err(to_py)?;
+    let args = WriteArgs::from_kwargs("commit_files", options)?;
+    let table_schema = args.table_schema.clone();
+    let (options, schema_ipc) = args.write_options().map_err(to_py)?;
     py.detach(|| -> crate::Result<u64> {
         let store = TableStore::open(table_uri, &storage_options)?;
         let adds = adds
@@ -147,7 +161,7 @@ pub fn commit_files(
                 })
             })
             .collect::<crate::Result<Vec<Add>>>()?;
-        let schema = match schema_from_ipc(schema_ipc.as_deref()) {
+        let schema = match schema_of(schema_ipc.as_deref(), table_schema.as_deref()) {
             Ok(s) => s,
             Err(e) => {
                 let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
@@ -158,4 +172,22 @@ pub fn commit_files(
         block_on(files::commit_files(&store, adds, schema.as_ref(), &options))?
     })
     .map_err(to_py)
+}
+
+/// The Delta schema (JSON) of a table to be created with `configuration`
+/// from data files written apart: with column mapping, physical names and
+/// field ids decided once, for every `write_files` and the `commit_files`
+/// (`table_schema`).
+#[pyfunction]
+pub fn prepare_create(
+    schema_ipc: &[u8],
+    configuration: HashMap<String, String>,
+) -> PyResult<String> {
+    let prepare = || -> crate::Result<String> {
+        let schema = schema_from_ipc(Some(schema_ipc))?.ok_or_else(|| {
+            crate::Error::InvalidArgument("prepare_create needs the data's schema".into())
+        })?;
+        Ok(files::prepare_create(&schema, &configuration)?.to_schema_string())
+    };
+    prepare().map_err(to_py)
 }

@@ -27,6 +27,7 @@ pub use super::row_deletes::{prepare_files, DeleteOptions, PreparedFile};
 use super::transaction::Transaction;
 use super::{live_files, READ_CONCURRENCY};
 use crate::error::{Error, Result};
+use crate::log::actions::Metadata;
 use crate::log::features;
 use crate::log::path::normalize_path;
 use crate::table::snapshot::Snapshot;
@@ -41,6 +42,19 @@ pub fn check_can_delete(snapshot: &Snapshot, copy_on_write: bool) -> Result<bool
     features::plan_delete(snapshot.protocol(), snapshot.metadata(), copy_on_write)
 }
 
+/// How a DELETE on `snapshot` is written: whether with DVs (else, with
+/// `copy_on_write`, by rewriting files), and the metadata it commits. A
+/// copy-on-write DELETE on a table with row tracking enabled that does not
+/// name its materialized row tracking columns names them in its commit, as
+/// UPDATE and MERGE do ([`super::changes::dml_metadata`]): the copied rows
+/// keep their row ids and commit versions in them.
+fn delete_plan(snapshot: &Snapshot, copy_on_write: bool) -> Result<(bool, Option<Metadata>)> {
+    let named = super::changes::dml_metadata(snapshot, None);
+    let metadata = named.as_ref().unwrap_or(snapshot.metadata());
+    let dvs = features::plan_delete(snapshot.protocol(), metadata, copy_on_write)?;
+    Ok((dvs, if dvs { None } else { named }))
+}
+
 /// Delete rows by physical row index: `rows` maps a data file's path (as in
 /// `add.path`, URL-decoded or not) to the row indexes to delete. Returns what
 /// was done; commits nothing if every row was already deleted.
@@ -50,23 +64,23 @@ pub async fn delete_rows(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let plan = delete_plan(snapshot, options.allow_copy_on_write)?;
     let live = live_files(snapshot)?;
-    delete_rows_of(snapshot, &live, rows, options, dvs, started).await
+    delete_rows_of(snapshot, &live, rows, options, plan, started).await
 }
 
-/// [`delete_rows`] once the table was checked (`dvs`: DVs allowed) and its
-/// live files listed.
+/// [`delete_rows`] once the table was checked (`plan`: DVs allowed, the
+/// metadata to commit; see [`delete_plan`]) and its live files listed.
 async fn delete_rows_of(
     snapshot: &Snapshot,
     live: &HashMap<String, crate::table::snapshot::LiveFile>,
     rows: HashMap<String, RoaringTreemap>,
     options: &DeleteOptions,
-    dvs: bool,
+    plan: (bool, Option<Metadata>),
     started: Instant,
 ) -> Result<DeleteMetrics> {
     let targets = targets_of(snapshot, live, rows).await?;
-    commit_targets(snapshot, targets, options, dvs, started).await
+    commit_targets(snapshot, targets, options, plan, started).await
 }
 
 /// The delete targets for `rows` (data file path → row indexes), with the
@@ -102,13 +116,14 @@ pub(super) async fn targets_of(
     Ok(targets)
 }
 
-/// Commit the targets (`dvs`: write DVs, else rewrite files) in one
-/// transaction, which retries and rebases over concurrent commits.
+/// Commit the targets (`plan`: write DVs, else rewrite files; the metadata
+/// to commit) in one transaction, which retries and rebases over
+/// concurrent commits.
 async fn commit_targets(
     snapshot: &Snapshot,
     targets: BTreeMap<String, Target>,
     options: &DeleteOptions,
-    dvs: bool,
+    (dvs, metadata): (bool, Option<Metadata>),
     started: Instant,
 ) -> Result<DeleteMetrics> {
     let predicate = options
@@ -117,11 +132,19 @@ async fn commit_targets(
         .map_or_else(|| "[]".to_string(), |p| json!([p]).to_string());
     let mut parameters = Map::new();
     parameters.insert("predicate".into(), Value::String(predicate));
-    let txn = Transaction::new(snapshot, "DELETE")?
+    let mut txn = Transaction::new(snapshot, "DELETE")?
         .with_parameters(parameters)
         .with_max_attempts(options.max_attempts)
         .with_engine_info(options.engine_info.clone());
     let mut changes = DeleteChanges::new(snapshot, targets, options, dvs, started);
+    if let Some(m) = metadata {
+        // Copied rows keep their ids in the columns this commit names.
+        changes = changes.with_row_tracking(super::optimize::row_tracking_columns(
+            snapshot.protocol(),
+            &m,
+        ));
+        txn = txn.with_metadata(m);
+    }
     let outcome = txn.commit(&mut changes).await?;
     let mut m = changes.delete_metrics();
     m.version = outcome.version;
@@ -145,7 +168,7 @@ pub async fn delete_where(
     use crate::expr::{Binding, Predicate};
 
     let started = Instant::now();
-    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
+    let plan = delete_plan(snapshot, options.allow_copy_on_write)?;
     let pred = match predicate {
         Some(text) => Some(Arc::new(Predicate::new(
             text,
@@ -162,7 +185,7 @@ pub async fn delete_where(
     if options.predicate.is_none() {
         options.predicate = predicate.map(str::to_string);
     }
-    let mut m = delete_rows_of(snapshot, &live, rows, &options, dvs, started).await?;
+    let mut m = delete_rows_of(snapshot, &live, rows, &options, plan, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }
@@ -253,9 +276,9 @@ pub async fn commit_prepared(
     options: &DeleteOptions,
 ) -> Result<DeleteMetrics> {
     let started = Instant::now();
-    let dvs = check_can_delete(snapshot, options.allow_copy_on_write)?;
-    let targets = prepared_targets(snapshot, prepared, dvs).await?;
-    let mut m = commit_targets(snapshot, targets, options, dvs, started).await?;
+    let plan = delete_plan(snapshot, options.allow_copy_on_write)?;
+    let targets = prepared_targets(snapshot, prepared, plan.0).await?;
+    let mut m = commit_targets(snapshot, targets, options, plan, started).await?;
     m.execution_time_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(m)
 }

@@ -25,8 +25,8 @@ use crate::log::actions::{Add, Metadata};
 use crate::log::features::properties::{COLUMN_MAPPING_MAX_ID, COLUMN_MAPPING_MODE};
 use crate::log::path::normalize_path;
 use crate::log::schema::{
-    assign_column_mapping, assign_new_column_mapping, column_mapping_mode, merge_schemas,
-    ColumnMappingMode, StructType,
+    assign_column_mapping, assign_new_column_mapping, check_column_mapping_unique,
+    column_mapping_mode, is_column_mapped, merge_schemas, ColumnMappingMode, StructType,
 };
 use crate::table::snapshot::Snapshot;
 
@@ -249,7 +249,8 @@ pub async fn target(
 /// The layout of a new table: with column mapping (`delta.columnMapping.mode`
 /// name or id), the schema gets field ids and physical names as Delta Spark
 /// assigns them ([`assign_column_mapping`]) and the configuration
-/// `delta.columnMapping.maxColumnId`.
+/// `delta.columnMapping.maxColumnId`. Fields of `schema` that already carry
+/// an id and physical name ([`prepare_create`]) keep them.
 fn new_table_layout(schema: &StructType, options: &WriteOptions) -> Result<TableLayout> {
     let configuration: HashMap<String, Option<String>> = options
         .configuration
@@ -264,14 +265,38 @@ fn new_table_layout(schema: &StructType, options: &WriteOptions) -> Result<Table
         options.enable_deletion_vectors,
     );
     if mode != ColumnMappingMode::None {
-        let (mapped, max_id) = assign_column_mapping(schema, 0);
+        check_column_mapping_unique(schema)?;
+        let (mapped, max_id) = assign_column_mapping(schema, schema.max_field_id());
         layout.schema = mapped;
         layout.mode = mode;
         layout
             .configuration
             .insert(COLUMN_MAPPING_MAX_ID.to_string(), Some(max_id.to_string()));
+    } else if schema.max_field_id() > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "the schema carries column mapping ids (a schema from prepare_create?) but the \
+             configuration has no {COLUMN_MAPPING_MODE}: give the same configuration as to \
+             prepare_create"
+        )));
     }
     Ok(layout)
+}
+
+/// The schema of a table to be created with `configuration` from data
+/// files written apart ([`write_files`] by several writers, then
+/// [`commit_files`]): with column mapping, the field ids and physical names
+/// are decided here, once, and every [`write_files`] and the
+/// [`commit_files`] get this schema, so the files carry the physical names
+/// and field ids the table commits. Without column mapping, `schema`.
+pub fn prepare_create(
+    schema: &StructType,
+    configuration: &HashMap<String, String>,
+) -> Result<StructType> {
+    let options = WriteOptions {
+        configuration: configuration.clone(),
+        ..WriteOptions::default()
+    };
+    Ok(new_table_layout(schema, &options)?.schema)
 }
 
 /// Refuse `cluster_by` on a write to the existing table `s` unless it names
@@ -473,7 +498,7 @@ pub async fn write_files<R: RecordBatchReader>(
     if target.skip {
         return Ok(Vec::new());
     }
-    refuse_mapped_create(&target)?;
+    refuse_mapped_create(&target, schema.as_ref())?;
     let (adds, _) = write_layout(store, reader, target.layout, options, true).await?;
     Ok(adds)
 }
@@ -591,15 +616,17 @@ async fn footer_extreme(
 }
 
 /// Column mapping assigns random physical names: files written by
-/// [`write_files`] for a new table could not be committed by a later
-/// [`commit_files`] with the same names, so such a table is created by
-/// [`write_table`] only.
-fn refuse_mapped_create(target: &WriteTarget) -> Result<()> {
-    if target.snapshot.is_none() && target.layout.mode != ColumnMappingMode::None {
-        return Err(Error::Unsupported(format!(
-            "creating a table with {COLUMN_MAPPING_MODE} = {} by write_files/commit_files: \
-             create it with write_table (which assigns the physical names the files use), \
-             then write_files/commit_files can append",
+/// [`write_files`] for a new table can only be committed by a later
+/// [`commit_files`] with the same names when both were given the schema of
+/// [`prepare_create`] (every field with its id and physical name).
+fn refuse_mapped_create(target: &WriteTarget, schema: Option<&StructType>) -> Result<()> {
+    let prepared = schema.is_some_and(is_column_mapped);
+    if target.snapshot.is_none() && target.layout.mode != ColumnMappingMode::None && !prepared {
+        return Err(Error::InvalidArgument(format!(
+            "creating a table with {COLUMN_MAPPING_MODE} = {} by write_files/commit_files \
+             needs the schema of prepare_create (physical names and field ids decided once, \
+             given to every write_files and to commit_files); the schema given has fields \
+             without them",
             target.layout.mode
         )));
     }
@@ -667,7 +694,7 @@ pub async fn commit_files(
 ) -> Result<u64> {
     let prepared = async {
         let mut target = target(store, schema, options).await?;
-        refuse_mapped_create(&target)?;
+        refuse_mapped_create(&target, schema)?;
         if let (false, Some(s)) = (target.skip, &target.snapshot) {
             // Identity values the files hold (written apart, e.g. by Spark
             // tasks in their slots): the marks rise past them in this commit.

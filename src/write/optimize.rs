@@ -38,9 +38,7 @@ use crate::expr::{Binding, Predicate};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Metadata, Protocol, Remove};
 use crate::log::features;
-use crate::log::features::properties::{
-    TableProperties, MATERIALIZED_ROW_COMMIT_VERSION, MATERIALIZED_ROW_ID,
-};
+use crate::log::features::properties::TableProperties;
 use crate::log::path::normalize_path;
 use crate::log::schema::{DataType, StructField};
 use crate::scan::{self, DeletedRows, ScanFile, ScanSpec, FILE_PATH_COLUMN, ROW_INDEX_COLUMN};
@@ -138,6 +136,13 @@ pub struct CompactPlan {
     /// ([`super::cluster`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clustering: Option<super::cluster::ClusteringRun>,
+    /// The metadata the compaction writes its files in and commits: on a
+    /// table with row tracking enabled that does not name its materialized
+    /// row tracking columns, the table's with them named (once, here), so
+    /// the rewritten rows keep their ids and commit versions in them; None
+    /// when the table's metadata stays as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
 }
 
 /// What one rewrite task needs, as JSON (no credentials).
@@ -198,15 +203,20 @@ pub fn plan(
     options: &CompactOptions,
 ) -> Result<CompactPlan> {
     features::check_compact(snapshot.protocol(), snapshot.metadata())?;
-    if TableProperties::of(snapshot.metadata()).enable_row_tracking()
-        && row_tracking_columns(snapshot.protocol(), snapshot.metadata()).is_none()
-    {
-        return Err(Error::Unsupported(format!(
-            "the table tracks row ids but does not name the columns to materialize them in \
-             ({} / {}): rewriting its files would change the rows' ids",
-            MATERIALIZED_ROW_ID, MATERIALIZED_ROW_COMMIT_VERSION
-        )));
-    }
+    // Rows keep their ids in the materialized row tracking columns: named
+    // in this commit when the table does not name them (as UPDATE/MERGE).
+    let metadata = super::changes::dml_metadata(snapshot, None);
+    let mut plan = plan_bins(snapshot, mode, options)?;
+    plan.metadata = metadata;
+    Ok(plan)
+}
+
+/// [`plan`]'s bins, once the table was checked.
+fn plan_bins(
+    snapshot: &Snapshot,
+    mode: CompactMode,
+    options: &CompactOptions,
+) -> Result<CompactPlan> {
     if !(0.0..=1.0).contains(&options.max_deleted_rows_ratio) {
         return Err(Error::InvalidArgument(format!(
             "max_deleted_rows_ratio must be between 0 and 1, not {}",
@@ -311,6 +321,7 @@ pub fn plan(
         bins,
         considered_files: considered,
         clustering: None,
+        metadata: None,
     })
 }
 
@@ -363,6 +374,7 @@ fn plan_clustered(
             options.full,
             options.memory_budget,
         )),
+        metadata: None,
     }))
 }
 
@@ -383,7 +395,10 @@ impl CompactPlan {
             .iter()
             .map(|bin| CompactTask {
                 protocol: snapshot.protocol().clone(),
-                metadata: snapshot.metadata().clone(),
+                metadata: self
+                    .metadata
+                    .clone()
+                    .unwrap_or_else(|| snapshot.metadata().clone()),
                 target_size: self.target_size,
                 bin: bin.clone(),
                 clustering: self.clustering.clone(),
@@ -670,10 +685,13 @@ pub async fn commit(
         }
     }
     let committed = async {
-        let txn = Transaction::new(snapshot, plan.mode.operation())?
+        let mut txn = Transaction::new(snapshot, plan.mode.operation())?
             .with_parameters(parameters)
             .with_max_attempts(options.max_attempts)
             .with_engine_info(options.engine_info.clone());
+        if let Some(m) = &plan.metadata {
+            txn = txn.with_metadata(m.clone());
+        }
         txn.commit(&mut changes).await
     }
     .await;

@@ -361,9 +361,11 @@ impl<'a> Transaction<'a> {
                 return Ok(outcome);
             }
             let version = read_version.map_or(0, |v| v + 1);
+            // commitInfo.readVersion stays the version this transaction read,
+            // however many commits it was rebased past (as Delta Spark).
             let (actions, ict) = self.assemble(
                 version,
-                read_version,
+                self.read_version,
                 &state,
                 file_actions,
                 changes.metrics(),
@@ -441,7 +443,8 @@ impl<'a> Transaction<'a> {
         }
     }
 
-    /// The commit's actions for `version`, and its in-commit timestamp.
+    /// The commit's actions for `version`, and its in-commit timestamp;
+    /// `read_version` is the commitInfo's `readVersion`.
     fn assemble(
         &self,
         version: u64,
@@ -772,6 +775,61 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((s.last_ict, s.row_id_high_water_mark), (Some(20), 9));
+    }
+
+    /// A commit that lost a race and went past the winner records the
+    /// version it read as `readVersion`, not the winner's: Delta Spark's
+    /// DescribeDeltaHistorySuite "read version" (a transaction on version 1
+    /// committing 4 after concurrent 2 and 3 records readVersion 1).
+    #[test]
+    fn read_version_is_the_one_read_after_a_lost_race() {
+        use crate::io::block_on;
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let schema = crate::log::schema::StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let options = crate::write::create::CreateOptions::default();
+        block_on(crate::write::create::create_table(
+            &store,
+            &schema,
+            Vec::new(),
+            &options,
+        ))
+        .unwrap()
+        .unwrap();
+        let read = block_on(Snapshot::load(store.clone(), None))
+            .unwrap()
+            .unwrap();
+        let append = |path: &str| FixedActions {
+            actions: vec![add(path, Some(1), None)],
+            metrics: Map::new(),
+        };
+        for path in ["winner1", "winner2"] {
+            let s = block_on(Snapshot::load(store.clone(), None))
+                .unwrap()
+                .unwrap();
+            let txn = Transaction::new(&s, "WRITE").unwrap().blind_append();
+            block_on(txn.commit(&mut append(path))).unwrap().unwrap();
+        }
+        let txn = Transaction::new(&read, "WRITE").unwrap().blind_append();
+        let outcome = block_on(txn.commit(&mut append("late"))).unwrap().unwrap();
+        assert_eq!(outcome.version, Some(3));
+        assert!(outcome.attempts >= 2, "{outcome:?}");
+        let info = |v: u64| {
+            block_on(read_commit(&store, v))
+                .unwrap()
+                .unwrap()
+                .into_iter()
+                .find_map(|a| match a {
+                    Action::CommitInfo(i) => Some(i),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(info(3)["readVersion"], json!(0));
+        assert_eq!(info(2)["readVersion"], json!(1));
     }
 
     #[test]

@@ -311,3 +311,87 @@ def test_dml_names_the_materialized_columns_when_absent(
     assert _read_row_ids(ours) == got
     _still_usable(spark, ours, got)
     assert _named_columns(ours) == (rid, rcv)  # Delta Spark keeps them
+
+
+def _stripped_twins(spark: Any, tmp_path: Path, dvs: bool) -> tuple[str, str]:
+    """Delta Spark's row-tracking twins; "ours" without the materialized names."""
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for p in (ours, theirs):
+        spark.sql(
+            f"CREATE TABLE delta.`{p}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
+            "'delta.enableRowTracking'='true', "
+            f"'delta.enableDeletionVectors'='{str(dvs).lower()}')"
+        )
+        for lo in (0, N // 2):
+            values = ", ".join(f"({i}, 's{i}')" for i in range(lo, lo + N // 2))
+            spark.sql(f"INSERT INTO delta.`{p}` VALUES {values}")
+    _strip_row_tracking_names(ours)
+    assert (
+        "delta.rowTracking.materializedRowIdColumnName"
+        not in (deltadv.DeltaTable(ours).metadata()["configuration"])
+    )
+    return ours, theirs
+
+
+def _assert_named_in(path: str, version: int) -> tuple[str, str]:
+    rid, rcv = _named_columns(path)
+    assert rid.startswith("_row-id-col-") and rcv.startswith("_row-commit-version-col-")
+    commit = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    assert rid in commit and rcv in commit
+    return rid, rcv
+
+
+def test_copy_on_write_delete_names_the_materialized_columns_when_absent(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """A copy-on-write DELETE (no DVs) on a row-tracking table whose metadata names
+    no materialized columns names them in its own commit (as UPDATE/MERGE) and the
+    copied rows keep their row ids and commit versions: Delta Spark's ``_metadata``
+    shows the same as on the twin Delta Spark deleted from."""
+    spark = delta_spark
+    ours, theirs = _stripped_twins(spark, tmp_path, dvs=False)
+    version = deltadv.DeltaTable(ours).version()
+    m = deltadv.DeltaTable(ours).delete("id IN (1, 8, 30)", allow_copy_on_write=True)
+    assert m["num_deleted_rows"] == 3
+    spark.sql(f"DELETE FROM delta.`{theirs}` WHERE id IN (1, 8, 30)")
+    assert deltadv.DeltaTable(ours).version() == version + 1
+    _assert_named_in(ours, version + 1)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
+    assert len(got) == N - 3
+    assert got == want
+    assert _read_row_ids(ours) == got
+    _still_usable(spark, ours, got)
+
+
+@pytest.mark.parametrize("operation", ["purge", "optimize"])
+def test_compaction_names_the_materialized_columns_when_absent(
+    delta_spark: Any, tmp_path: Path, operation: str
+) -> None:
+    """PURGE and OPTIMIZE on a row-tracking table whose metadata names no
+    materialized columns: the compaction names them in its commit and every row
+    keeps its row id and row commit version, as Delta Spark's REORG/OPTIMIZE keep
+    them on the twin table."""
+    spark = delta_spark
+    ours, theirs = _stripped_twins(spark, tmp_path, dvs=True)
+    # DVs to purge (DVs need no materialized columns); the rows' commit versions
+    # are those of the two INSERTs, the file each row is in.
+    deltadv.DeltaTable(ours).delete("id IN (2, 9, 33)")
+    spark.sql(f"DELETE FROM delta.`{theirs}` WHERE id IN (2, 9, 33)")
+    before = spark_row_ids(spark, theirs)
+    assert len({rcv for _, rcv, _ in before.values()}) == 2
+    assert _read_row_ids(ours) == before
+    if operation == "purge":
+        m = deltadv.DeltaTable(ours).purge()
+        spark.sql(f"REORG TABLE delta.`{theirs}` APPLY (PURGE)")
+    else:
+        m = deltadv.DeltaTable(ours).optimize()
+        spark.sql(f"OPTIMIZE delta.`{theirs}`")
+    assert m["num_removed_files"] >= 1
+    version = deltadv.DeltaTable(ours).version()
+    assert m["version"] == version
+    _assert_named_in(ours, version)
+    got, want = spark_row_ids(spark, ours), spark_row_ids(spark, theirs)
+    assert want == before  # Delta Spark's compaction keeps them
+    assert got == want
+    assert _read_row_ids(ours) == got
+    _still_usable(spark, ours, got)

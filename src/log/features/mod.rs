@@ -177,7 +177,8 @@ static FEATURES: &[Feature] = &[
     // (protocol::name_row_tracking_columns). A copy-on-write DELETE keeps
     // ids in those columns: refused while delta.enableRowTracking is true
     // and they are not named (check_write), allowed when the feature is
-    // merely supported.
+    // merely supported; DELETE and OPTIMIZE/PURGE name them in their commit
+    // first, as UPDATE/MERGE (write::delete, write::optimize).
     writer("rowTracking", Yes, Yes),
     // Domains are left as they are.
     writer("domainMetadata", Yes, Yes),

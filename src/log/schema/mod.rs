@@ -653,6 +653,55 @@ pub fn assign_column_mapping(schema: &StructType, max_column_id: i64) -> (Struct
     (mapped, next)
 }
 
+/// Whether every struct field of `schema`, at any depth, has a column
+/// mapping id and physical name ([`assign_column_mapping`] would assign
+/// nothing): a schema prepared once for data files written apart.
+pub fn is_column_mapped(schema: &StructType) -> bool {
+    assign_column_mapping(schema, schema.max_field_id()).0 == *schema
+}
+
+/// Refuse a column-mapped `schema` whose ids are not unique, or whose
+/// physical names repeat among a struct's fields (as Delta Spark's
+/// `checkColumnIdAndPhysicalNameAssignments`: ids over the whole schema,
+/// physical names by physical path).
+pub fn check_column_mapping_unique(schema: &StructType) -> Result<()> {
+    fn walk_type<'a>(t: &'a DataType, ids: &mut HashMap<i64, &'a str>) -> Result<()> {
+        match t {
+            DataType::Struct(s) => walk_struct(s, ids),
+            DataType::Array { element, .. } => walk_type(element, ids),
+            DataType::Map { key, value, .. } => {
+                walk_type(key, ids)?;
+                walk_type(value, ids)
+            }
+            _ => Ok(()),
+        }
+    }
+    fn walk_struct<'a>(s: &'a StructType, ids: &mut HashMap<i64, &'a str>) -> Result<()> {
+        let mut names: HashMap<&str, &str> = HashMap::new();
+        for f in &s.fields {
+            if let Some(id) = f.field_id() {
+                if let Some(other) = ids.insert(id, f.name.as_str()) {
+                    return Err(schema_err(format!(
+                        "columns '{other}' and '{}' have the same {COLUMN_ID_KEY} {id}",
+                        f.name
+                    )));
+                }
+            }
+            if let Some(Value::String(p)) = f.metadata.get(PHYSICAL_NAME_KEY) {
+                if let Some(other) = names.insert(p.as_str(), f.name.as_str()) {
+                    return Err(schema_err(format!(
+                        "columns '{other}' and '{}' have the same {PHYSICAL_NAME_KEY} {p:?}",
+                        f.name
+                    )));
+                }
+            }
+            walk_type(&f.data_type, ids)?;
+        }
+        Ok(())
+    }
+    walk_struct(schema, &mut HashMap::new())
+}
+
 /// Schema evolution of a column-mapped table whose schema is `table` and
 /// properties `configuration`: the fields of `evolved` without an id or
 /// physical name get fresh ones after the table's
