@@ -101,6 +101,7 @@ class _WriteOptions(TypedDict, total=False):
     predicate: str | None
     schema_mode: str | None
     identity_slot: int | None
+    identity_slots: int | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -374,6 +375,7 @@ def prepare_changes(
     table_uri: str,
     data: object,
     identity_slot: int | None = None,
+    identity_slots: int | None = None,
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""

@@ -351,6 +351,9 @@ pub(super) struct WriteArgs {
     pub schema_mode: Option<String>,
     /// `write_files`: the writer's slot for identity values.
     pub identity_slot: Option<u64>,
+    /// `write_files`: how many writers share the commit (their values
+    /// interleave as Delta Spark's), when known.
+    pub identity_slots: Option<u64>,
 }
 
 impl Default for WriteArgs {
@@ -368,6 +371,7 @@ impl Default for WriteArgs {
             predicate: None,
             schema_mode: None,
             identity_slot: None,
+            identity_slots: None,
         }
     }
 }
@@ -391,6 +395,7 @@ impl WriteArgs {
                 "predicate",
                 "schema_mode",
                 "identity_slot",
+                "identity_slots",
             ],
         )?;
         let d = Self::default();
@@ -408,6 +413,7 @@ impl WriteArgs {
             rows_per_file: kw.get("rows_per_file", d.rows_per_file)?,
             row_group_rows: kw.get("row_group_rows", d.row_group_rows)?,
             identity_slot: kw.get("identity_slot", d.identity_slot)?,
+            identity_slots: kw.get("identity_slots", d.identity_slots)?,
         })
     }
 }
@@ -431,7 +437,7 @@ impl WriteArgs {
             cluster_by: self.cluster_by,
             identity_slot: self
                 .identity_slot
-                .map(crate::write::data::rules::IdentitySlot::try_new)
+                .map(|i| crate::write::data::rules::IdentitySlot::of(i, self.identity_slots))
                 .transpose()?,
         };
         Ok((options, self.schema_ipc))
