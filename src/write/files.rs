@@ -684,3 +684,46 @@ pub async fn remove_uncommitted(store: &TableStore, paths: &[String]) -> Result<
         .collect();
     remove_files(store, &orphans).await
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn add(path: &str) -> Add {
+        serde_json::from_value(serde_json::json!({
+            "path": path, "partitionValues": {}, "size": 1,
+            "modificationTime": 0, "dataChange": true,
+            "tags": {"other": "kept"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn identity_marks_ride_in_tags_and_are_taken_off() {
+        let mut adds = vec![add("a.parquet"), add("b.parquet")];
+        tag_identity_marks(&mut adds[..1], &[("id".into(), 30)]);
+        tag_identity_marks(&mut adds[1..], &[("id".into(), 45)]);
+        let marks = take_identity_marks(&mut adds).unwrap();
+        assert_eq!(marks, vec![("id".to_string(), 30), ("id".to_string(), 45)]);
+        // the other tags stay; ours never reach the log
+        for a in &adds {
+            let tags = a.tags.as_ref().unwrap();
+            assert_eq!(tags.len(), 1);
+            assert_eq!(tags.get("other"), Some(&Some("kept".to_string())));
+        }
+        // no marks: nothing tagged (explicit values only)
+        let mut plain = vec![add("c.parquet")];
+        tag_identity_marks(&mut plain, &[]);
+        assert!(take_identity_marks(&mut plain).unwrap().is_empty());
+        // a tag that is not a long is refused, naming the add
+        let mut bad = vec![add("d.parquet")];
+        bad[0]
+            .tags
+            .as_mut()
+            .unwrap()
+            .insert(format!("{IDENTITY_MARK_TAG}id"), Some("twelve".to_string()));
+        let e = take_identity_marks(&mut bad).unwrap_err().to_string();
+        assert!(e.contains("d.parquet") && e.contains("twelve"), "{e}");
+    }
+}
