@@ -21,7 +21,7 @@ import pytest
 
 import deltadv
 from deltadv import spark as dspark
-from deltadv.exceptions import DeltaProtocolError
+from deltadv.exceptions import CommitConflictError, DeltaProtocolError
 from deltadv.write import commit_files, write_files
 
 
@@ -290,3 +290,27 @@ def test_spark_merge_inserts_number_as_delta_spark(
         _same_after_spark_insert(spark, ours, twin)
     else:
         _check_ids(spark, ours, 100, step, 6 + 6)
+
+
+def test_commit_files_refuses_values_a_concurrent_writer_may_repeat(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """Files written in slots after one mark, committed after Delta Spark's own
+    INSERT moved it (it handed out the same values): the commit conflicts, as
+    Delta Spark's second of two concurrent identity inserts does; nothing is
+    committed and the files are removed. Written again, they commit."""
+    spark = delta_spark
+    path = str(tmp_path / "t")
+    _create(spark, path, start=1, step=1)
+    data = pa.table({"k": pa.array([10, 11], pa.int64()), "v": ["a", "b"]})
+    adds = write_files(path, data, mode="append", identity_slot=0, identity_slots=1)
+    spark.sql(f"INSERT INTO delta.`{path}` (k, v) VALUES (20, 'first')")
+    before = deltadv.DeltaTable(path).version()
+    with pytest.raises(CommitConflictError, match="high-water mark"):
+        commit_files(path, adds, mode="append")
+    assert deltadv.DeltaTable(path).version() == before
+    assert not any(Path(path, a["path"]).exists() for a in adds)
+    adds = write_files(path, data, mode="append", identity_slot=0, identity_slots=1)
+    commit_files(path, adds, mode="append")
+    _check_ids(spark, path, 1, 1, 6 + 1 + 2)
+    assert sorted(r[0] for r in _rows(spark, path) if r[1] in (10, 11)) == [8, 9]
