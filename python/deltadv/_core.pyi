@@ -103,6 +103,7 @@ class _WriteOptions(TypedDict, total=False):
     schema_mode: str | None
     identity_slot: int | None
     table_schema: str | None
+    identity_slots: int | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -387,6 +388,7 @@ def prepare_changes(
     table_uri: str,
     data: object,
     identity_slot: int | None = None,
+    identity_slots: int | None = None,
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""

@@ -253,17 +253,23 @@ class ChangeTask:
         self.task = task
         self.storage_options = dict(storage_options or {})
 
-    def prepare(self, data: Any, identity_slot: int | None = None) -> str:
+    def prepare(
+        self, data: Any, identity_slot: int | None = None, identity_slots: int | None = None
+    ) -> str:
         """Write the change stream ``data`` (anything with ``__arrow_c_stream__``);
         returns the prepared changes (JSON). On a failure, the files written are
         removed. Identity values of inserted rows are handed out in
         ``identity_slot`` (distinct for each writer of one commit, e.g. the Spark
-        task's partition index; see :func:`deltadv.write.write_files`); without
-        one, inserts into an identity column are refused."""
+        task's partition index; see :func:`deltadv.write.write_files`), interleaved
+        as Delta Spark's with ``identity_slots`` (the number of writers); without
+        a slot, inserts into an identity column are refused."""
         if not hasattr(data, "__arrow_c_stream__"):
             raise TypeError(f"data must have __arrow_c_stream__, not {type(data).__name__}")
         check_arg("identity_slot", identity_slot, int, optional=True)
-        return prepare_changes(self.task, self.storage_options, self.table_uri, data, identity_slot)
+        check_arg("identity_slots", identity_slots, int, optional=True)
+        return prepare_changes(
+            self.task, self.storage_options, self.table_uri, data, identity_slot, identity_slots
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ChangeTask, (self.table_uri, self.task, self.storage_options))

@@ -152,9 +152,11 @@ pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bou
 /// task (`RawDeltaTable.change_task`): new data files and one DV file.
 /// Returns the JSON for `RawDeltaTable.commit_changes`; on a failure the
 /// files written are removed. Identity values of inserted rows are handed
-/// out in `identity_slot` (the Spark task's partition index; None: refused).
+/// out in `identity_slot` (the Spark task's partition index; None: refused),
+/// interleaved with the other writers' as Delta Spark's when
+/// `identity_slots` (their number) is given.
 #[pyfunction]
-#[pyo3(signature = (task, storage_options, table_uri, data, identity_slot=None))]
+#[pyo3(signature = (task, storage_options, table_uri, data, identity_slot=None, identity_slots=None))]
 pub fn prepare_changes(
     py: Python<'_>,
     task: &str,
@@ -162,12 +164,13 @@ pub fn prepare_changes(
     table_uri: &str,
     data: &Bound<'_, PyAny>,
     identity_slot: Option<u64>,
+    identity_slots: Option<u64>,
 ) -> PyResult<String> {
     let reader = super::write::stream_reader(data)?;
     py.detach(|| -> crate::Result<String> {
         let task: ChangeTask = serde_json::from_str(task).map_err(json_error("change task"))?;
         let slot = identity_slot
-            .map(crate::write::data::rules::IdentitySlot::try_new)
+            .map(|i| crate::write::data::rules::IdentitySlot::of(i, identity_slots))
             .transpose()?;
         let store = TableStore::open(table_uri, &storage_options)?;
         let prepared = block_on(task.write_stream(store, reader, slot))??;

@@ -354,6 +354,9 @@ pub(super) struct WriteArgs {
     /// `write_files`/`commit_files`: the Delta schema (JSON) of
     /// `prepare_create`, in place of `schema_ipc`.
     pub table_schema: Option<String>,
+    /// `write_files`: how many writers share the commit (their values
+    /// interleave as Delta Spark's), when known.
+    pub identity_slots: Option<u64>,
 }
 
 impl Default for WriteArgs {
@@ -372,6 +375,7 @@ impl Default for WriteArgs {
             schema_mode: None,
             identity_slot: None,
             table_schema: None,
+            identity_slots: None,
         }
     }
 }
@@ -396,6 +400,7 @@ impl WriteArgs {
                 "schema_mode",
                 "identity_slot",
                 "table_schema",
+                "identity_slots",
             ],
         )?;
         let d = Self::default();
@@ -414,6 +419,7 @@ impl WriteArgs {
             row_group_rows: kw.get("row_group_rows", d.row_group_rows)?,
             identity_slot: kw.get("identity_slot", d.identity_slot)?,
             table_schema: kw.get("table_schema", d.table_schema)?,
+            identity_slots: kw.get("identity_slots", d.identity_slots)?,
         })
     }
 }
@@ -437,7 +443,7 @@ impl WriteArgs {
             cluster_by: self.cluster_by,
             identity_slot: self
                 .identity_slot
-                .map(crate::write::data::rules::IdentitySlot::try_new)
+                .map(|i| crate::write::data::rules::IdentitySlot::of(i, self.identity_slots))
                 .transpose()?,
         };
         Ok((options, self.schema_ipc))

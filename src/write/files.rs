@@ -486,7 +486,9 @@ fn check_replace_where(predicate: &Predicate, batch: &arrow_array::RecordBatch) 
 /// without committing them; their add actions. On a failure the files
 /// written so far are removed. Identity values are handed out only with
 /// `options.identity_slot` (distinct for each writer of one commit; see
-/// [`IdentitySlot`]); [`commit_files`] raises the high-water marks.
+/// [`IdentitySlot`]); the last value handed out in each column rides in
+/// the adds' tags ([`IDENTITY_MARK_TAG`]) to [`commit_files`], which
+/// raises the high-water marks to them.
 pub async fn write_files<R: RecordBatchReader>(
     store: &TableStore,
     reader: R,
@@ -499,120 +501,137 @@ pub async fn write_files<R: RecordBatchReader>(
         return Ok(Vec::new());
     }
     refuse_mapped_create(&target, schema.as_ref())?;
-    let (adds, _) = write_layout(store, reader, target.layout, options, true).await?;
+    let layout = target.layout;
+    let (mut adds, marks) = write_layout(store, reader, layout.clone(), options, true).await?;
+    if let Err(e) = tag_identity_marks(&mut adds, &layout, &marks) {
+        let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
+        let _ = remove_files(store, &paths).await;
+        return Err(e);
+    }
     Ok(adds)
 }
 
-/// The high-water marks identity columns of `layout` need after `adds`
-/// are committed: per column, the largest value the files hold (the
-/// smallest for a negative step), from their stats, else from the parquet
-/// footers' column statistics. As Delta Spark's identity stats tracker,
-/// for files written apart (Spark tasks, [`write_files`]).
-async fn identity_marks_of(
-    store: &TableStore,
+/// Prefix of the add-action tag by which [`write_files`] hands
+/// [`commit_files`] the last identity value it handed out in a column
+/// (`deltadv.identityHighWaterMark.<column>`); [`commit_files`] takes the
+/// tags off before committing, so they never reach the log.
+pub const IDENTITY_MARK_TAG: &str = "deltadv.identityHighWaterMark.";
+
+/// Prefix of the add-action tag with the high-water mark a writer's values
+/// followed (`deltadv.identityBaseMark.<column>`; no value: none, the
+/// values began at the start): [`commit_files`] refuses to commit values
+/// that followed a mark a concurrent commit has since moved (they may
+/// repeat its values), as Delta Spark's metadata conflict check does.
+pub const IDENTITY_BASE_TAG: &str = "deltadv.identityBaseMark.";
+
+/// The high-water mark of identity column `column` in `layout` (none: no
+/// such column, or no value handed out yet).
+fn mark_in(layout: &TableLayout, column: &str) -> Result<Option<i64>> {
+    match layout.schema.fields.iter().find(|f| f.name == column) {
+        Some(f) => Ok(Identity::of(0, f)?.and_then(|i| i.high_water_mark)),
+        None => Ok(None),
+    }
+}
+
+/// Tag every add of one writer with the identity values it handed out
+/// (`marks`: per column, its last value in step order) and the marks of
+/// `layout` they followed.
+fn tag_identity_marks(
+    adds: &mut [Add],
     layout: &TableLayout,
-    adds: &[Add],
-) -> Result<Vec<(String, i64)>> {
+    marks: &[(String, i64)],
+) -> Result<()> {
+    if marks.is_empty() {
+        return Ok(());
+    }
+    let mut bases = Vec::new();
+    for (column, _) in marks {
+        bases.push(mark_in(layout, column)?.map(|b| b.to_string()));
+    }
+    for add in adds {
+        let tags = add.tags.get_or_insert_with(HashMap::new);
+        for ((column, mark), base) in marks.iter().zip(&bases) {
+            tags.insert(
+                format!("{IDENTITY_MARK_TAG}{column}"),
+                Some(mark.to_string()),
+            );
+            tags.insert(format!("{IDENTITY_BASE_TAG}{column}"), base.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Refuse to commit identity values that followed a high-water mark other
+/// than the table's now (`bases`: per column, the marks the writers'
+/// values followed): a concurrent commit moved it since, and may have
+/// handed out the same values.
+fn check_identity_bases(
+    snapshot: &Snapshot,
+    layout: &TableLayout,
+    bases: &[(String, Option<i64>)],
+) -> Result<()> {
+    for (column, base) in bases {
+        let now = mark_in(layout, column)?;
+        if now != *base {
+            return Err(Error::Conflict {
+                version: snapshot.version(),
+                detail: format!(
+                    "identity column '{column}': the files' values follow the high-water mark \
+                     {base:?}, but a concurrent commit moved it to {now:?} (it may have handed \
+                     out the same values); write the files again"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The identity values the writers of `adds` handed out (per column, one
+/// mark per tagged add) and the marks they followed, the tags taken off.
+/// Only generated values move a mark: values the data gave a `GENERATED BY
+/// DEFAULT` column leave it, as in Delta Spark.
+#[allow(clippy::type_complexity)]
+fn take_identity_marks(
+    adds: &mut [Add],
+) -> Result<(Vec<(String, i64)>, Vec<(String, Option<i64>)>)> {
     let mut marks = Vec::new();
-    for (pos, field) in layout.schema.fields.iter().enumerate() {
-        let Some(id) = Identity::of(pos, field)? else {
+    let mut bases = Vec::new();
+    for add in adds {
+        let Some(tags) = add.tags.as_mut() else {
             continue;
         };
-        let physical = field.physical_name(layout.mode)?;
-        let mut extreme: Option<i64> = None;
-        for add in adds {
-            let value = match stats_extreme(add, physical, id.step)? {
-                Stat::Known(v) => v,
-                Stat::Unknown => footer_extreme(store, add, physical, id.step).await?,
-            };
-            extreme = match (extreme, value) {
-                (Some(a), Some(b)) => Some(if id.step > 0 { a.max(b) } else { a.min(b) }),
-                (a, b) => a.or(b),
-            };
-        }
-        if let Some(mark) = extreme {
-            marks.push((id.name.clone(), mark));
-        }
-    }
-    Ok(marks)
-}
-
-/// What a file's stats say of a column's extreme value.
-enum Stat {
-    /// The value (None: the file holds no non-null value).
-    Known(Option<i64>),
-    /// The stats do not cover the column.
-    Unknown,
-}
-
-/// The largest (`step` > 0) or smallest value of the long column
-/// `physical` in the stats of `add`.
-fn stats_extreme(add: &Add, physical: &str, step: i64) -> Result<Stat> {
-    let Some(text) = add.stats.as_deref() else {
-        return Ok(Stat::Unknown);
-    };
-    let stats: serde_json::Value = serde_json::from_str(text).map_err(|source| Error::Json {
-        context: format!("stats of {}", add.path),
-        source,
-    })?;
-    let rows = stats.get("numRecords").and_then(serde_json::Value::as_i64);
-    let nulls = stats
-        .pointer(&format!(
-            "/nullCount/{}",
-            physical.replace('~', "~0").replace('/', "~1")
-        ))
-        .and_then(serde_json::Value::as_i64);
-    if rows == Some(0) || (rows.is_some() && rows == nulls) {
-        return Ok(Stat::Known(None));
-    }
-    let key = if step > 0 { "maxValues" } else { "minValues" };
-    Ok(stats
-        .get(key)
-        .and_then(|m| m.get(physical))
-        .and_then(serde_json::Value::as_i64)
-        .map_or(Stat::Unknown, |v| Stat::Known(Some(v))))
-}
-
-/// [`stats_extreme`] from the parquet footer of the file of `add`: every
-/// row group with rows must have statistics of the column.
-async fn footer_extreme(
-    store: &TableStore,
-    add: &Add,
-    physical: &str,
-    step: i64,
-) -> Result<Option<i64>> {
-    use parquet::file::statistics::Statistics;
-    let path = normalize_path(&add.path);
-    let size = u64::try_from(add.size).unwrap_or(0);
-    let meta = crate::scan::load_metadata_for(store, &path, size).await?;
-    let mut extreme: Option<i64> = None;
-    for (i, rg) in meta.metadata().row_groups().iter().enumerate() {
-        let chunk = rg
-            .columns()
-            .iter()
-            .find(|c| c.column_path().parts() == [physical.to_string()]);
-        let value = match chunk.and_then(|c| c.statistics()) {
-            Some(Statistics::Int64(s)) => {
-                if step > 0 {
-                    s.max_opt().copied()
-                } else {
-                    s.min_opt().copied()
+        let ours: Vec<String> = tags
+            .keys()
+            .filter(|k| k.starts_with(IDENTITY_MARK_TAG) || k.starts_with(IDENTITY_BASE_TAG))
+            .cloned()
+            .collect();
+        for key in ours {
+            let value = tags.remove(&key).flatten();
+            let is_mark = key.starts_with(IDENTITY_MARK_TAG);
+            let long = match value.as_deref().map(str::parse::<i64>) {
+                Some(Ok(v)) => Some(v),
+                None if !is_mark => None,
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "add {}: tag {key} must hold an identity value (a long), found {value:?}",
+                        add.path
+                    )))
                 }
+            };
+            match (is_mark, long) {
+                (true, Some(mark)) => {
+                    marks.push((key[IDENTITY_MARK_TAG.len()..].to_string(), mark));
+                }
+                (_, base) => bases.push((key[IDENTITY_BASE_TAG.len()..].to_string(), base)),
             }
-            _ if rg.num_rows() == 0 => None,
-            _ => {
-                return Err(Error::Unsupported(format!(
-                    "identity column {physical:?}: {path} has no statistics of it (row group \
-                     {i}), so its values cannot raise the high-water mark"
-                )))
-            }
-        };
-        extreme = match (extreme, value) {
-            (Some(a), Some(b)) => Some(if step > 0 { a.max(b) } else { a.min(b) }),
-            (a, b) => a.or(b),
-        };
+        }
+        if tags.is_empty() {
+            add.tags = None;
+        }
     }
-    Ok(extreme)
+    bases.sort();
+    bases.dedup();
+    Ok((marks, bases))
 }
 
 /// Column mapping assigns random physical names: files written by
@@ -688,17 +707,18 @@ async fn commit_to(
 /// the log references are kept).
 pub async fn commit_files(
     store: &TableStore,
-    adds: Vec<Add>,
+    mut adds: Vec<Add>,
     schema: Option<&StructType>,
     options: &WriteOptions,
 ) -> Result<u64> {
     let prepared = async {
+        let (marks, bases) = take_identity_marks(&mut adds)?;
         let mut target = target(store, schema, options).await?;
         refuse_mapped_create(&target, schema)?;
         if let (false, Some(s)) = (target.skip, &target.snapshot) {
-            // Identity values the files hold (written apart, e.g. by Spark
-            // tasks in their slots): the marks rise past them in this commit.
-            let marks = identity_marks_of(store, &target.layout, &adds).await?;
+            check_identity_bases(s, &target.layout, &bases)?;
+            // Identity values the writers handed out (apart, e.g. Spark
+            // tasks in their slots): the marks rise to them in this commit.
             let base = target.metadata.as_ref().unwrap_or(s.metadata());
             let raised = super::data::rules::with_high_water_marks(base, &marks)?;
             if raised != *base {
@@ -763,4 +783,68 @@ pub async fn remove_uncommitted(store: &TableStore, paths: &[String]) -> Result<
         .cloned()
         .collect();
     remove_files(store, &orphans).await
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn add(path: &str) -> Add {
+        serde_json::from_value(serde_json::json!({
+            "path": path, "partitionValues": {}, "size": 1,
+            "modificationTime": 0, "dataChange": true,
+            "tags": {"other": "kept"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn identity_marks_ride_in_tags_and_are_taken_off() {
+        let field =
+            crate::log::schema::StructField::new("id", crate::log::schema::DataType::Long, false)
+                .with_metadata([
+                    (
+                        crate::log::features::properties::IDENTITY_START_KEY,
+                        serde_json::json!(1),
+                    ),
+                    (
+                        crate::log::features::properties::IDENTITY_HIGH_WATER_MARK_KEY,
+                        serde_json::json!(20),
+                    ),
+                ]);
+        let layout = TableLayout {
+            schema: StructType::new(vec![field]),
+            partition_columns: vec![],
+            mode: ColumnMappingMode::None,
+            configuration: HashMap::new(),
+            deletion_vectors: true,
+        };
+        let mut adds = vec![add("a.parquet"), add("b.parquet")];
+        tag_identity_marks(&mut adds[..1], &layout, &[("id".into(), 30)]).unwrap();
+        tag_identity_marks(&mut adds[1..], &layout, &[("id".into(), 45)]).unwrap();
+        let (marks, bases) = take_identity_marks(&mut adds).unwrap();
+        assert_eq!(marks, vec![("id".to_string(), 30), ("id".to_string(), 45)]);
+        assert_eq!(bases, vec![("id".to_string(), Some(20))]);
+        // the other tags stay; ours never reach the log
+        for a in &adds {
+            let tags = a.tags.as_ref().unwrap();
+            assert_eq!(tags.len(), 1);
+            assert_eq!(tags.get("other"), Some(&Some("kept".to_string())));
+        }
+        // no marks: nothing tagged (explicit values only)
+        let mut plain = vec![add("c.parquet")];
+        tag_identity_marks(&mut plain, &layout, &[]).unwrap();
+        let (marks, bases) = take_identity_marks(&mut plain).unwrap();
+        assert!(marks.is_empty() && bases.is_empty());
+        // a tag that is not a long is refused, naming the add
+        let mut bad = vec![add("d.parquet")];
+        bad[0]
+            .tags
+            .as_mut()
+            .unwrap()
+            .insert(format!("{IDENTITY_MARK_TAG}id"), Some("twelve".to_string()));
+        let e = take_identity_marks(&mut bad).unwrap_err().to_string();
+        assert!(e.contains("d.parquet") && e.contains("twelve"), "{e}");
+    }
 }

@@ -127,6 +127,38 @@ def task_slot() -> int | None:
     return None if context is None else context.partitionId()
 
 
+def task_slots(count: int | None) -> tuple[int | None, int | None]:
+    """This Spark task's identity slot and the number of slots: ``count`` (the
+    stage's partitions, known on the driver) when the task's index is below it,
+    so its values interleave as Delta Spark's (``start + step * (index + k *
+    count)``); else no count (values at ``index << 33``, unique still; see
+    :func:`deltadv.write.write_files`). ``(None, None)`` outside a Spark task."""
+    slot = task_slot()
+    if slot is None:
+        return None, None
+    return slot, count if count is not None and slot < count else None
+
+
+def stage_partitions(df: Any) -> int | None:
+    """How many tasks a narrow stage over ``df`` (``mapInArrow``) runs: the
+    partitions of its physical plan (a task whose index turns out past it takes
+    a slot of unknown count, see :func:`task_slots`); None when Spark does not
+    say."""
+    try:
+        execution = df._jdf.queryExecution()
+        plan = execution.executedPlan()
+        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            # Adaptive execution plans its stages when they run: the partitions
+            # its input plan promises (it may coalesce them, never add).
+            n = int(plan.inputPlan().outputPartitioning().numPartitions())
+        else:
+            # No stages to run first: the RDD is built, not computed.
+            n = int(execution.toRdd().getNumPartitions())
+    except Exception:  # internal APIs: without them, slots of unknown count
+        return None
+    return n if n > 0 else None
+
+
 def change_writer(task: ChangeTask) -> Body:
     """The mapInArrow body of UPDATE/MERGE: the partition's change stream into
     ``task.prepare`` (new data files + one DV file; identity values in the task's

@@ -28,9 +28,10 @@ from deltadv.spark._tasks import (
     change_writer,
     compact_runner,
     split_size,
+    stage_partitions,
     task_frame,
     task_reader,
-    task_slot,
+    task_slots,
     to_arrow_schema,
 )
 from deltadv.spark.merge import DeltaMergeBuilder, column_expressions
@@ -477,8 +478,10 @@ def write_table(
     Delta stats straight to the table's storage and returns their add actions;
     the driver commits them all at once (:func:`deltadv.write.commit_files`),
     which removes them if the commit fails. Identity columns get values in each
-    task's slot (its partition index), and the commit raises their high-water
-    marks past them."""
+    task's slot (its partition index), interleaved across the stage's tasks as
+    Delta Spark's (``start + step * (index + k * tasks)``, the same values Delta
+    Spark's append of the same partitions gives), and the commit raises their
+    high-water marks to the last values handed out."""
     from deltadv.write import commit_files, write_files
 
     parts = list(partition_by or [])
@@ -486,12 +489,14 @@ def write_table(
     conf = dict(configuration or {})
     schema = to_arrow_schema(df.schema)
     _check_target(table_uri, mode, storage_options)
+    tasks = stage_partitions(df)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
         if first is None:
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+        slot, slots = task_slots(tasks)
         adds = write_files(
             table_uri,
             data,
@@ -502,7 +507,8 @@ def write_table(
             configuration=conf,
             enable_deletion_vectors=enable_deletion_vectors,
             target_file_size=target_file_size,
-            identity_slot=task_slot(),
+            identity_slot=slot,
+            identity_slots=slots,
         )
         if adds:
             yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
-from deltadv.spark._tasks import split_size, task_frame, task_slot, to_arrow_schema
+from deltadv.spark._tasks import split_size, task_frame, task_slots, to_arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -202,13 +202,13 @@ def _target_rows(
 
 
 def _counting_writer(
-    task: ChangeTask, driver_slot: int
+    task: ChangeTask, slots: int, driver_slot: tuple[int, int | None]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow body: count rows per clause, drop the clause column, write
     the rest with ``task``; one row with the prepared JSON and the counts.
     Identity values of inserted rows are handed out in the Spark task's slot (its
-    partition index), or ``driver_slot`` when run on the driver (a slot no task
-    of the stage has)."""
+    partition index, of ``slots``: interleaved as Delta Spark's), or
+    ``driver_slot`` (slot, number of slots) when run on the driver."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         counts: dict[int, int] = {}
@@ -243,8 +243,10 @@ def _counting_writer(
             return
         data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
         started = _now_ms()
-        slot = task_slot()
-        prepared = task.prepare(data, driver_slot if slot is None else slot)
+        slot, count = task_slots(slots)
+        if slot is None:
+            slot, count = driver_slot
+        prepared = task.prepare(data, slot, count)
         # prepare() pulls the stream: its time is the join's and the write's.
         ms = _now_ms() - started
         ids = pc.unique(pa.chunked_array(matched, pa.int64())).to_pylist() if matched else []
@@ -734,9 +736,9 @@ class _SparkMerge:
         # coalescing gives each writer whole files, without a shuffle.
         whole_files = self.fast and all(t.row_groups is None for t in self.tasks)
         grouped = rows.coalesce(parts) if whole_files else rows.repartition(parts, key)
-        # The stage has at most `parts` tasks (0 .. parts-1): the driver's own
-        # writes (the inserts below) take slot `parts`.
-        writer = _counting_writer(change_task, parts)
+        # The stage has at most `parts` tasks (0 .. parts-1), their identity
+        # values interleaved as Delta Spark's over `parts`.
+        writer = _counting_writer(change_task, parts, (parts, None))
         try:
             out: list[Any] = grouped.mapInArrow(
                 writer, "prepared string, counts string, ms long, matched string"
@@ -744,8 +746,18 @@ class _SparkMerge:
             if inserts_of is not None:
                 matched = sorted({i for r in out for i in json.loads(r["matched"])})
                 pending = inserts_of(matched).drop(_FILE_ID).toArrow()
-                # Small (at most the source): written here, on the driver.
-                for b in writer(iter(pending.to_batches())):
+                # Small (at most the source): written here, on the driver. When
+                # no task handed out identity values, the driver is their one
+                # writer: it continues from the mark as a single-partition
+                # write of Delta Spark does; else a slot no task has.
+                generated = any(
+                    json.loads(r["prepared"]).get("identity_high_water_marks")
+                    for r in out
+                    if r["prepared"] is not None
+                )
+                alone = (parts, None) if generated else (0, 1)
+                driver = _counting_writer(change_task, parts, alone)
+                for b in driver(iter(pending.to_batches())):
                     out.extend(b.to_pylist())
         except Exception as e:
             if DUPLICATE_ERROR in str(e):

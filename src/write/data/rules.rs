@@ -303,25 +303,33 @@ pub struct Identity {
     slot: Option<(IdentitySlot, u64)>,
 }
 
-/// Bits of an identity value's offset a distributed writer numbers its own
-/// rows in: writer `index` hands out `base + step * ((index << 33) + k)` for
-/// its k-th row (k < 2^33), so writers of one commit never collide without
-/// coordinating. This is the layout of Spark's `monotonically_increasing_id`
-/// (a PySpark task knows its partition index, not the partition count Delta
-/// Spark's `GenerateIdentityValues` interleaves by); writer 0 hands out what
-/// a single writer does (`base`, `base + step`, ...).
+/// Bits of an identity value's offset a distributed writer that does not
+/// know how many writers there are numbers its own rows in: writer `index`
+/// hands out `base + step * ((index << 33) + k)` for its k-th row (k <
+/// 2^33), so writers of one commit never collide without coordinating. This
+/// is the layout of Spark's `monotonically_increasing_id` (a PySpark task
+/// knows its partition index, not always the partition count); writer 0
+/// hands out what a single writer does (`base`, `base + step`, ...). A
+/// writer that knows the count interleaves as Delta Spark does instead (see
+/// [`IdentitySlot::interleaved`]).
 pub const IDENTITY_SLOT_BITS: u32 = 33;
 
 /// Which of several writers for one commit (Spark tasks, `write_files`
-/// calls) this one is: its partition index.
+/// calls) this one is: its partition index, and the number of writers when
+/// known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdentitySlot(u64);
+pub struct IdentitySlot {
+    index: u64,
+    /// The number of writers: values interleave as Delta Spark's.
+    count: Option<u64>,
+}
 
 impl IdentitySlot {
     /// The largest index: `index << 33` must stay below 2^63.
     pub const MAX_INDEX: u64 = (1 << (63 - IDENTITY_SLOT_BITS)) - 1;
 
-    /// Writer `index`'s slot (at most [`IdentitySlot::MAX_INDEX`]).
+    /// Writer `index`'s slot (at most [`IdentitySlot::MAX_INDEX`]) when the
+    /// number of writers is unknown: `base + step * ((index << 33) + k)`.
     pub fn try_new(index: u64) -> Result<IdentitySlot> {
         if index > Self::MAX_INDEX {
             return Err(Error::InvalidArgument(format!(
@@ -329,7 +337,44 @@ impl IdentitySlot {
                 Self::MAX_INDEX
             )));
         }
-        Ok(IdentitySlot(index))
+        Ok(IdentitySlot { index, count: None })
+    }
+
+    /// Writer `index` of `count` (index < count): its k-th value is
+    /// `base + step * (index + k * count)`, as Delta Spark's
+    /// `PartitionIdentityValueGenerator` numbers partition `index` of a
+    /// stage of `count` partitions. Offsets stay below 2^33, apart from
+    /// those of [`IdentitySlot::try_new`] slots 1 and up (a writer whose
+    /// index turns out past the count falls back to those).
+    pub fn interleaved(index: u64, count: u64) -> Result<IdentitySlot> {
+        if index >= count {
+            return Err(Error::InvalidArgument(format!(
+                "identity slot {index} of {count} writers: the index must be below the count"
+            )));
+        }
+        Ok(IdentitySlot {
+            index,
+            count: Some(count),
+        })
+    }
+
+    /// From a writer's index and the number of writers, when known.
+    pub fn of(index: u64, count: Option<u64>) -> Result<IdentitySlot> {
+        match count {
+            Some(n) => Self::interleaved(index, n),
+            None => Self::try_new(index),
+        }
+    }
+
+    /// The offset (in steps from the base) of the writer's `k`-th value.
+    fn offset(&self, k: u64) -> Option<u64> {
+        match self.count {
+            Some(n) => k
+                .checked_mul(n)
+                .and_then(|o| o.checked_add(self.index))
+                .filter(|o| *o < 1 << IDENTITY_SLOT_BITS),
+            None => (k < 1 << IDENTITY_SLOT_BITS).then_some((self.index << IDENTITY_SLOT_BITS) + k),
+        }
     }
 }
 
@@ -403,44 +448,41 @@ impl Identity {
         Ok(out)
     }
 
-    /// The next `n` values of a distributed writer: `base + step * ((slot
-    /// << 33) + k)` for its k-th value, `base` the value after the
+    /// The next `n` values of a distributed writer: `base + step * offset`
+    /// of its k-th value (see [`IdentitySlot`]), `base` the value after the
     /// high-water mark (or the start).
     fn next_values_in_slot(&mut self, slot: IdentitySlot, used: u64, n: usize) -> Result<Vec<i64>> {
         let overflow = || {
             Error::InvalidArgument(format!(
                 "identity column '{}' overflows a long (start {}, step {}, slot {})",
-                self.name, self.start, self.step, slot.0
+                self.name, self.start, self.step, slot.index
             ))
         };
         let count = u64::try_from(n).map_err(|_| overflow())?;
         let end = used.checked_add(count).ok_or_else(overflow)?;
-        if end > 1 << IDENTITY_SLOT_BITS {
-            return Err(Error::InvalidArgument(format!(
-                "identity column '{}': one writer hands out at most 2^{IDENTITY_SLOT_BITS} \
-                 values, this one needs {end}",
-                self.name
-            )));
-        }
         let base = match self.high_water_mark {
             None => self.start,
             Some(mark) => mark.checked_add(self.step).ok_or_else(overflow)?,
         };
-        // Offsets of the slot: slot << 33 plus k <= 2^33 stays below 2^63.
-        let offset = |k: u64| i64::try_from((slot.0 << IDENTITY_SLOT_BITS) + k);
-        let (first, last) = (
-            offset(used).map_err(|_| overflow())?,
-            offset(end).map_err(|_| overflow())?,
-        );
-        let out: Vec<i64> = (first..last)
-            .map(|o| {
-                self.step
-                    .checked_mul(o)
+        let out: Vec<i64> = (used..end)
+            .map(|k| {
+                let offset = slot.offset(k).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "identity column '{}': the writers of one commit hand out values at \
+                         offsets below 2^{IDENTITY_SLOT_BITS} (each its own slot), this one \
+                         (slot {} of {:?}) needs its value {k}",
+                        self.name, slot.index, slot.count
+                    ))
+                })?;
+                i64::try_from(offset)
+                    .ok()
+                    .and_then(|o| self.step.checked_mul(o))
                     .and_then(|d| base.checked_add(d))
                     .ok_or_else(overflow)
             })
             .collect::<Result<_>>()?;
         if let Some(last) = out.last() {
+            // The furthest value in step order: the last handed out.
             self.issued = Some(*last);
         }
         self.slot = Some((slot, end));
@@ -1051,6 +1093,22 @@ mod tests {
             c.next_values(2).unwrap(),
             vec![10 - 2 * (1 << 33), 8 - 2 * (1 << 33)]
         );
+        // with the number of writers known, values interleave as Delta Spark's
+        // PartitionIdentityValueGenerator: base + step * (index + k * count)
+        let mut d = Identity::of(0, &field(5, Some(20))).unwrap().unwrap();
+        d.slot = Some((IdentitySlot::interleaved(1, 3).unwrap(), 0));
+        assert_eq!(d.next_values(2).unwrap(), vec![30, 45]);
+        assert_eq!(d.next_values(1).unwrap(), vec![60]);
+        assert_eq!(d.new_high_water_mark(), Some(60));
+        let mut e = Identity::of(0, &field(-2, None)).unwrap().unwrap();
+        e.slot = Some((IdentitySlot::of(0, Some(2)).unwrap(), 0));
+        assert_eq!(e.next_values(3).unwrap(), vec![10, 6, 2]);
+        assert!(IdentitySlot::interleaved(2, 2).is_err());
+        // interleaved offsets stay below 2^33 (apart from the slots of unknown count)
+        let mut f = Identity::of(0, &field(1, None)).unwrap().unwrap();
+        f.slot = Some((IdentitySlot::interleaved(1, 2).unwrap(), (1 << 32) - 1));
+        assert!(f.next_values(1).is_ok());
+        assert!(f.next_values(1).is_err());
         // the commit keeps the mark furthest in step order, never going back
         let meta = |f: StructField| crate::log::actions::Metadata {
             id: "t".into(),
