@@ -158,6 +158,7 @@ pub async fn merge<R: RecordBatchReader>(
         &shape.delta,
         &table,
         table_fields,
+        &options.writer.time_zone,
     )?;
     // Read only the columns the MERGE needs (e.g. just the key for an upsert
     // whose UPDATE SET * assigns every column).
