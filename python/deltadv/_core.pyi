@@ -65,6 +65,7 @@ class _ScanOptions(TypedDict, total=False):
     split_size: int | None
     with_metadata: bool
     with_row_tracking: bool
+    time_zone: str | None
 
 class _CdfOptions(TypedDict, total=False):
     starting_version: int | None
@@ -87,6 +88,7 @@ class _DmlOptions(TypedDict, total=False):
     parameters: str | None
     extra_metrics: str | None
     read_files: list[str] | None
+    time_zone: str | None
 
 class _WriteOptions(TypedDict, total=False):
     mode: str
@@ -101,6 +103,7 @@ class _WriteOptions(TypedDict, total=False):
     predicate: str | None
     schema_mode: str | None
     identity_slot: int | None
+    time_zone: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -305,6 +308,7 @@ class RawDeltaTable:
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
         dv_file_target_size: int = ...,  # 2 MiB
+        time_zone: str | None = None,
     ) -> dict[str, Any]: ...
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0

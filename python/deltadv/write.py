@@ -59,6 +59,7 @@ def write_table(
     cluster_by: list[str] | None = None,
     predicate: str | None = None,
     schema_mode: SchemaMode | None = None,
+    time_zone: str = "UTC",
 ) -> DeltaTable:
     """Write Arrow ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table
     or RecordBatchReader, a polars DataFrame, ...) to a Delta table, streamed.
@@ -84,6 +85,13 @@ def write_table(
     ``cluster_by`` (on create, not together with ``partition_by``) makes a
     liquid-clustered table, as Delta Spark's ``CREATE TABLE ... CLUSTER BY``:
     :meth:`DeltaTable.optimize` then clusters it.
+
+    ``time_zone`` (an IANA name such as ``"America/Los_Angeles"`` or an offset
+    such as ``"+05:30"``) is the session time zone generated columns, CHECK
+    constraints and ``predicate`` read TIMESTAMPs in (date parts, casts to DATE
+    or STRING, literals without an offset), as Delta Spark reads them in
+    ``spark.sql.session.timeZone``; an unknown name raises ValueError before
+    anything is written.
     """
     _core.write_table(
         table_uri,
@@ -99,6 +107,7 @@ def write_table(
         cluster_by=list(cluster_by or []),
         predicate=predicate,
         schema_mode=schema_mode,
+        time_zone=time_zone,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 
@@ -117,6 +126,7 @@ def write_files(
     rows_per_file: int | None = None,
     row_group_rows: int | None = None,
     identity_slot: int | None = None,
+    time_zone: str = "UTC",
 ) -> list[dict[str, Any]]:
     """Write ``data`` (Arrow data, or an iterable of record batches with
     ``schema``) as data files of a table, WITHOUT committing them; returns
@@ -134,7 +144,8 @@ def write_files(
     + k)`` for its k-th row, ``base`` being the value after the table's
     high-water mark (or the start), so writers never collide; writer 0 hands
     out what a single writer does. :func:`commit_files` raises the high-water
-    mark past every value the files hold, in the same commit.
+    mark past every value the files hold, in the same commit. ``time_zone``:
+    as :func:`write_table`'s.
     """
     adds = _core.write_files(
         table_uri,
@@ -149,6 +160,7 @@ def write_files(
         rows_per_file=rows_per_file,
         row_group_rows=row_group_rows,
         identity_slot=identity_slot,
+        time_zone=time_zone,
     )
     return [json.loads(a) for a in adds]
 

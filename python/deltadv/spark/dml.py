@@ -27,6 +27,7 @@ from deltadv.spark._tasks import (
     TASK_COLUMN,
     change_writer,
     compact_runner,
+    session_time_zone,
     split_size,
     task_frame,
     task_reader,
@@ -112,7 +113,10 @@ class DeltaTable:
         text = condition if isinstance(condition, str) else None
         if condition is None or (text is not None and _is_partition_only(table, text)):
             return table.delete(
-                text, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
+                text,
+                inline_threshold=inline_threshold,
+                dv_file_target_size=dv_file_target_size,
+                time_zone=session_time_zone(self._spark),
             )
         # Analyze the condition against the table's own columns first: errors then
         # name only the table's columns, and history records Spark's SQL text.
@@ -232,6 +236,7 @@ class DeltaTable:
             inline_threshold=inline_threshold,
             dv_file_target_size=dv_file_target_size,
             target_file_size=target_file_size,
+            time_zone=session_time_zone(spark),
         )
         parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
         prepared = (
@@ -312,7 +317,12 @@ class DeltaTable:
         if isinstance(condition, str):
             try:
                 return table.scan_tasks(
-                    None, condition, filter_rows=False, split_size=size, with_metadata=True
+                    None,
+                    condition,
+                    filter_rows=False,
+                    split_size=size,
+                    with_metadata=True,
+                    time_zone=session_time_zone(self._spark),
                 )
             except UnsupportedPredicateError:
                 pass  # outside deltadv's subset: Spark alone filters
@@ -478,7 +488,8 @@ def write_table(
     the driver commits them all at once (:func:`deltadv.write.commit_files`),
     which removes them if the commit fails. Identity columns get values in each
     task's slot (its partition index), and the commit raises their high-water
-    marks past them."""
+    marks past them. Generated columns and CHECK constraints read TIMESTAMPs in
+    the session's ``spark.sql.session.timeZone``, as Delta Spark does."""
     from deltadv.write import commit_files, write_files
 
     parts = list(partition_by or [])
@@ -486,6 +497,7 @@ def write_table(
     conf = dict(configuration or {})
     schema = to_arrow_schema(df.schema)
     _check_target(table_uri, mode, storage_options)
+    time_zone = session_time_zone(df.sparkSession)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
@@ -503,6 +515,7 @@ def write_table(
             enable_deletion_vectors=enable_deletion_vectors,
             target_file_size=target_file_size,
             identity_slot=task_slot(),
+            time_zone=time_zone,
         )
         if adds:
             yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])

@@ -41,7 +41,13 @@ import pyarrow.compute as pc
 
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
-from deltadv.spark._tasks import split_size, task_frame, task_slot, to_arrow_schema
+from deltadv.spark._tasks import (
+    session_time_zone,
+    split_size,
+    task_frame,
+    task_slot,
+    to_arrow_schema,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -718,6 +724,7 @@ class _SparkMerge:
             dv_file_target_size=options["dv_file_target_size"],
             target_file_size=options["target_file_size"],
             new_columns=self.new_columns,
+            time_zone=session_time_zone(self.spark),
         )
         parts = max(1, self.spark.sparkContext.defaultParallelism * 2)
         key = F.coalesce(
