@@ -626,6 +626,7 @@ async fn commit_to(
                 metadata: target.metadata,
                 partition_by: options.partition_by.clone(),
                 parameters: options.schema_parameters(),
+                time_zone: options.writer.time_zone.clone(),
             };
             overwrite_files(&s, adds, &overwrite).await
         }
