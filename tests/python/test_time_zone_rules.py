@@ -263,3 +263,28 @@ def test_spark_glue_writes_in_the_session_time_zone(delta_spark: Any, tmp_path: 
     assert _rows(spark, ours) == _rows(spark, twin)
     assert 5 not in _hours(spark, twin)
     assert spark.conf.get(ZONE_KEY) == "UTC"
+
+
+def test_replace_where_reads_the_zone(delta_spark: Any, tmp_path: Path) -> None:
+    """``mode="overwrite"`` with ``predicate`` (replaceWhere): the rows replaced
+    and the check of the new rows read the literal in the write's zone."""
+    spark = delta_spark
+    ours, twin = _both(spark, tmp_path, "(id BIGINT, ts TIMESTAMP) USING delta")
+    for p in (ours, twin):
+        spark.sql(
+            f"INSERT INTO delta.`{p}` VALUES (1, TIMESTAMP'2024-01-01 07:59:00+00:00'), "
+            "(2, TIMESTAMP'2024-01-01 09:00:00+00:00')"
+        )
+    cond = "ts < '2024-01-01 00:00:00'"  # 08:00Z in Los Angeles
+    new = pa.table({"id": pa.array([3], pa.int64()), "ts": _instants("2023-06-01T00:00:00+00:00")})
+    write_table(ours, new, mode="overwrite", predicate=cond, time_zone=LA)
+    with _session_zone(spark, LA):
+        (
+            spark.sql("SELECT 3L AS id, TIMESTAMP'2023-06-01 00:00:00+00:00' AS ts")
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", cond)
+            .save(twin)
+        )
+    assert _rows(spark, ours) == _rows(spark, twin)
+    assert sorted(r[0] for r in _rows(spark, twin)) == [2, 3]
