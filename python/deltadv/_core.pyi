@@ -66,6 +66,7 @@ class _ScanOptions(TypedDict, total=False):
     split_size: int | None
     with_metadata: bool
     with_row_tracking: bool
+    time_zone: str | None
 
 class _CdfOptions(TypedDict, total=False):
     starting_version: int | None
@@ -88,6 +89,7 @@ class _DmlOptions(TypedDict, total=False):
     parameters: str | None
     extra_metrics: str | None
     read_files: list[str] | None
+    time_zone: str | None
 
 class _WriteOptions(TypedDict, total=False):
     mode: str
@@ -104,6 +106,7 @@ class _WriteOptions(TypedDict, total=False):
     identity_slot: int | None
     table_schema: str | None
     identity_slots: int | None
+    time_zone: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -308,6 +311,7 @@ class RawDeltaTable:
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
         dv_file_target_size: int = ...,  # 2 MiB
+        time_zone: str | None = None,
     ) -> dict[str, Any]: ...
     def commit_prepared(
         self, prepared: list[str], predicate: str | None = None, inline_threshold: int = 0

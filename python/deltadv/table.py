@@ -476,6 +476,7 @@ class DeltaTable:
         split_size: int | None = None,
         with_metadata: bool = False,
         with_row_tracking: bool = False,
+        time_zone: str = "UTC",
     ) -> list[ScanTask]:
         """Small, picklable tasks: one per live file that ``filter`` cannot rule out,
         or several per file larger than ``split_size`` bytes (split by row groups).
@@ -485,7 +486,10 @@ class DeltaTable:
         are then ignored instead of raising. ``with_metadata`` adds each row's
         ``_row_index`` (physical index in its file) and ``_file_path`` columns;
         ``with_row_tracking`` each row's ``_row_id`` and ``_row_commit_version``
-        (see :meth:`scan`; the tasks carry what the executors compute them from)."""
+        (see :meth:`scan`; the tasks carry what the executors compute them from).
+        ``time_zone``: the session time zone ``filter`` reads TIMESTAMPs in
+        (literals without an offset, date parts), as Spark's
+        ``spark.sql.session.timeZone``."""
         check_str_list("columns", columns)
         check_args(
             {
@@ -505,6 +509,7 @@ class DeltaTable:
             split_size=split_size,
             with_metadata=with_metadata,
             with_row_tracking=with_row_tracking,
+            time_zone=time_zone,
         )
         options = self._raw.storage_options
         return [ScanTask(t, options, size) for t, size in tasks]
@@ -524,6 +529,7 @@ class DeltaTable:
         inline_threshold: int = 0,
         allow_copy_on_write: bool = False,
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
+        time_zone: str = "UTC",
     ) -> dict[str, Any]:
         """Delete the rows matching ``predicate`` with deletion vectors (merge-on-read).
 
@@ -540,10 +546,18 @@ class DeltaTable:
         A table that does not allow DVs is refused (enable them with
         ``deltadv.write.enable_deletion_vectors``) unless ``allow_copy_on_write``:
         then the touched files are rewritten without the deleted rows.
+
+        ``time_zone`` (an IANA name or an offset like ``"+05:30"``) is the session
+        time zone a SQL predicate reads TIMESTAMPs in (literals without an offset,
+        date parts), as Delta Spark's ``spark.sql.session.timeZone``.
         """
         if predicate is None or isinstance(predicate, str):
             return self._raw.delete(
-                predicate, inline_threshold, allow_copy_on_write, dv_file_target_size
+                predicate,
+                inline_threshold,
+                allow_copy_on_write,
+                dv_file_target_size,
+                time_zone,
             )
         if not isinstance(predicate, pc.Expression):
             raise TypeError(
@@ -623,6 +637,7 @@ class DeltaTable:
         inline_threshold: int = 0,
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
         target_file_size: int = TARGET_FILE_SIZE,
+        time_zone: str = "UTC",
     ) -> dict[str, Any]:
         """UPDATE the rows matching ``predicate`` (None: every row), setting each
         column of ``updates`` to its value, with deletion vectors: the old copies
@@ -643,6 +658,12 @@ class DeltaTable:
         and moves this object to the new version; nothing is committed when no
         row matches. A table without DVs is refused unless
         ``allow_copy_on_write``: then the touched files are rewritten.
+
+        ``time_zone`` (an IANA name such as ``"America/Los_Angeles"`` or an
+        offset such as ``"+05:30"``) is the session time zone the predicate,
+        the values, generated columns and CHECK constraints read TIMESTAMPs in
+        (date parts, casts to DATE or STRING, literals without an offset), as
+        Delta Spark reads them in ``spark.sql.session.timeZone``.
         """
         if not isinstance(updates, Mapping) or not updates:
             raise ValueError("updates must be a non-empty mapping of column -> value")
@@ -661,6 +682,7 @@ class DeltaTable:
                 inline_threshold=inline_threshold,
                 dv_file_target_size=dv_file_target_size,
                 target_file_size=target_file_size,
+                time_zone=time_zone,
             )
         return self._update_with_pyarrow(
             updates,
@@ -669,6 +691,7 @@ class DeltaTable:
             inline_threshold=inline_threshold,
             dv_file_target_size=dv_file_target_size,
             target_file_size=target_file_size,
+            time_zone=time_zone,
         )
 
     def _update_with_pyarrow(
@@ -709,6 +732,7 @@ class DeltaTable:
             inline_threshold=options["inline_threshold"],
             dv_file_target_size=options["dv_file_target_size"],
             target_file_size=options["target_file_size"],
+            time_zone=options["time_zone"],
         )
         source = self.scan_with_row_index(filter=sql)
         projection = {n: columns.get(n, pc.field(n)) for n in names}
@@ -760,6 +784,7 @@ class DeltaTable:
         target_file_size: int = TARGET_FILE_SIZE,
         source_chunk_bytes: int = SOURCE_CHUNK_BYTES,
         merge_schema: bool = False,
+        time_zone: str = "UTC",
     ) -> TableMerger:
         """MERGE ``source`` into this table on ``predicate`` (deltalake's builder):
         add clauses with ``when_matched_update(...)``, ``when_not_matched_insert_all()``,
@@ -780,7 +805,9 @@ class DeltaTable:
         ``merge_schema`` (deltalake's name; Delta Spark's schema evolution), source
         columns the table lacks are added to it, in the MERGE's commit, when an
         ``update_all``/``insert_all`` clause writes them (else they are ignored);
-        not yet on column-mapped tables.
+        not yet on column-mapped tables. ``time_zone``: the session time zone
+        conditions, values, generated columns and CHECK constraints read
+        TIMESTAMPs in, as in :meth:`update`.
         """
         check_args(
             {
@@ -805,6 +832,7 @@ class DeltaTable:
                 "target_file_size": target_file_size,
                 "source_chunk_bytes": source_chunk_bytes,
                 "merge_schema": merge_schema,
+                "time_zone": time_zone,
             },
         )
 
@@ -836,13 +864,16 @@ class DeltaTable:
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
         target_file_size: int = TARGET_FILE_SIZE,
         new_columns: pa.Schema | None = None,
+        time_zone: str = "UTC",
     ) -> ChangeTask:
         """A :class:`ChangeTask` whose change stream may replace rows of the live
         data files ``paths`` (as in :meth:`files`), to write part of an UPDATE or
         MERGE elsewhere (Spark executors). Raises if the table cannot be
         updated (features, properties, DVs off without ``allow_copy_on_write``).
         ``new_columns``: a schema whose columns the table lacks are written too
-        (MERGE schema evolution; pass the same to :meth:`commit_changes`)."""
+        (MERGE schema evolution; pass the same to :meth:`commit_changes`).
+        ``time_zone``: the session time zone generated columns and CHECK
+        constraints read TIMESTAMPs in (the Spark session's, for Spark)."""
         task = self._raw.change_task(
             list(paths),
             allow_copy_on_write=allow_copy_on_write,
@@ -850,6 +881,7 @@ class DeltaTable:
             dv_file_target_size=dv_file_target_size,
             target_file_size=target_file_size,
             new_columns=_schema_bytes(new_columns),
+            time_zone=time_zone,
         )
         return ChangeTask(self.table_uri, task, self._raw.storage_options)
 
@@ -868,6 +900,7 @@ class DeltaTable:
         merge_plan: MergePlan | None = None,
         merge_keys: pa.Table | None = None,
         merge_keys_complete: bool = True,
+        time_zone: str = "UTC",
     ) -> dict[str, Any]:
         """Commit what :meth:`ChangeTask.prepare` returned (from any number of
         tasks) as one ``"UPDATE"`` or ``"MERGE"``; ``parameters`` become the
@@ -881,7 +914,8 @@ class DeltaTable:
         ``merge_keys_complete``, else just their schema): then a file a
         concurrent commit added conflicts only when it lies in a partition the
         condition reads and (with the keys) holds a row with one of the source's
-        keys, as :meth:`merge` checks.
+        keys, as :meth:`merge` checks (reading instants in ``time_zone``, the
+        session time zone the MERGE ran in).
         Returns the metrics; see :meth:`update`."""
         params = dict(parameters or {})
         if predicate is not None and "predicate" not in params:
@@ -898,6 +932,7 @@ class DeltaTable:
             merge_plan=merge_plan,
             merge_keys=merge_keys,
             merge_keys_complete=merge_keys_complete,
+            time_zone=time_zone,
         )
 
     def purge(

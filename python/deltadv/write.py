@@ -60,6 +60,7 @@ def write_table(
     cluster_by: list[str] | None = None,
     predicate: str | None = None,
     schema_mode: SchemaMode | None = None,
+    time_zone: str = "UTC",
 ) -> DeltaTable:
     """Write Arrow ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table
     or RecordBatchReader, a polars DataFrame, ...) to a Delta table, streamed.
@@ -85,6 +86,13 @@ def write_table(
     ``cluster_by`` (on create, not together with ``partition_by``) makes a
     liquid-clustered table, as Delta Spark's ``CREATE TABLE ... CLUSTER BY``:
     :meth:`DeltaTable.optimize` then clusters it.
+
+    ``time_zone`` (an IANA name such as ``"America/Los_Angeles"`` or an offset
+    such as ``"+05:30"``) is the session time zone generated columns, CHECK
+    constraints and ``predicate`` read TIMESTAMPs in (date parts, casts to DATE
+    or STRING, literals without an offset), as Delta Spark reads them in
+    ``spark.sql.session.timeZone``; an unknown name raises ValueError before
+    anything is written.
     """
     _core.write_table(
         table_uri,
@@ -100,6 +108,7 @@ def write_table(
         cluster_by=list(cluster_by or []),
         predicate=predicate,
         schema_mode=schema_mode,
+        time_zone=time_zone,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 
@@ -120,6 +129,7 @@ def write_files(
     identity_slot: int | None = None,
     table_schema: str | None = None,
     identity_slots: int | None = None,
+    time_zone: str = "UTC",
 ) -> list[dict[str, Any]]:
     """Write ``data`` (Arrow data, or an iterable of record batches with
     ``schema``) as data files of a table, WITHOUT committing them; returns
@@ -144,6 +154,7 @@ def write_files(
     hands out what a single writer does). Either way writers never collide.
     The last value each writer handed out rides in its add actions' ``tags``
     (``deltadv.identityHighWaterMark.<column>``) to :func:`commit_files`.
+    ``time_zone``: as :func:`write_table`'s.
 
     A table created with column mapping (``configuration`` with
     ``delta.columnMapping.mode``) needs ``table_schema``, the schema of
@@ -165,6 +176,7 @@ def write_files(
         identity_slot=identity_slot,
         table_schema=table_schema,
         identity_slots=identity_slots,
+        time_zone=time_zone,
     )
     return [json.loads(a) for a in adds]
 

@@ -97,6 +97,8 @@ pub struct Predicate {
     pub(crate) root: Node,
     pub(crate) columns: Vec<BoundColumn>,
     text: String,
+    /// The time zone its instants are read in (Spark's session time zone).
+    pub(crate) zone: super::TimeZone,
 }
 
 /// How to treat leaves that cannot be bound.
@@ -144,6 +146,32 @@ impl Predicate {
         }
     }
 
+    /// [`Predicate::bind`] with instants read in `zone` (see
+    /// [`Predicate::new_in_zone`]).
+    pub fn bind_in_zone(
+        filter: &Filter,
+        schema: &StructType,
+        partition_columns: &[String],
+        mode: ColumnMappingMode,
+        binding: Binding,
+        zone: &super::TimeZone,
+    ) -> Result<Predicate> {
+        match filter {
+            Filter::Sql(text) => {
+                Self::new_in_zone(text, schema, partition_columns, mode, binding, zone)
+            }
+            Filter::Expr(e) => Self::bind_expr_in_zone(
+                e,
+                e.to_string(),
+                schema,
+                partition_columns,
+                mode,
+                binding,
+                zone,
+            ),
+        }
+    }
+
     pub(crate) fn bind_expr(
         expr: &Expr,
         text: String,
@@ -152,12 +180,49 @@ impl Predicate {
         mode: ColumnMappingMode,
         binding: Binding,
     ) -> Result<Predicate> {
+        let utc = super::TimeZone::utc();
+        Self::bind_expr_in_zone(expr, text, schema, partition_columns, mode, binding, &utc)
+    }
+
+    /// [`Predicate::new`] with instants read in `zone` (Spark's session time
+    /// zone: literals without an offset, date parts and casts of TIMESTAMPs).
+    pub fn new_in_zone(
+        text: &str,
+        schema: &StructType,
+        partition_columns: &[String],
+        mode: ColumnMappingMode,
+        binding: Binding,
+        zone: &super::TimeZone,
+    ) -> Result<Predicate> {
+        let expr = Expr::parse(text)?;
+        Self::bind_expr_in_zone(
+            &expr,
+            text.to_string(),
+            schema,
+            partition_columns,
+            mode,
+            binding,
+            zone,
+        )
+    }
+
+    pub(crate) fn bind_expr_in_zone(
+        expr: &Expr,
+        text: String,
+        schema: &StructType,
+        partition_columns: &[String],
+        mode: ColumnMappingMode,
+        binding: Binding,
+        zone: &super::TimeZone,
+    ) -> Result<Predicate> {
         let mut b = Binder::new(schema, partition_columns, mode, binding);
+        b.zone = zone.clone();
         let root = b.bind(expr, 0)?;
         Ok(Predicate {
             root,
             columns: b.columns,
             text,
+            zone: zone.clone(),
         })
     }
 
@@ -179,6 +244,8 @@ pub(crate) struct Binder<'a> {
     mode: ColumnMappingMode,
     binding: Binding,
     columns: Vec<BoundColumn>,
+    /// The session time zone literals without an offset are read in.
+    pub(crate) zone: super::TimeZone,
 }
 
 impl<'a> Binder<'a> {
@@ -194,6 +261,7 @@ impl<'a> Binder<'a> {
             mode,
             binding,
             columns: Vec::new(),
+            zone: super::TimeZone::utc(),
         }
     }
 
@@ -312,7 +380,7 @@ impl<'a> Binder<'a> {
         if matches!(lit, Literal::Binary(_)) || matches!(c.data_type, DataType::Binary) {
             return Ok(None);
         }
-        let value = convert(lit, c)?;
+        let value = convert(lit, c, &self.zone)?;
         Ok(Some(Node::Cmp { col, op, value }))
     }
 
@@ -339,7 +407,7 @@ impl<'a> Binder<'a> {
             let Expr::Literal(lit) = v else {
                 return Ok(None);
             };
-            match convert(lit, &c)? {
+            match convert(lit, &c, &self.zone)? {
                 Some(v) => values.push(v),
                 None => has_null = true,
             }
@@ -366,8 +434,14 @@ fn type_error(lit: &Literal, c: &BoundColumn) -> Error {
     ))
 }
 
-/// Convert a literal to `c`'s comparison domain (`None` for NULL).
-pub(crate) fn convert(lit: &Literal, c: &BoundColumn) -> Result<Option<Val>> {
+/// Convert a literal to `c`'s comparison domain (`None` for NULL); a
+/// timestamp or date without an offset compared with a TIMESTAMP is a wall
+/// clock reading in `zone`, as Spark reads it in its session time zone.
+pub(crate) fn convert(
+    lit: &Literal,
+    c: &BoundColumn,
+    zone: &super::TimeZone,
+) -> Result<Option<Val>> {
     if *lit == Literal::Null {
         return Ok(None);
     }
@@ -437,20 +511,32 @@ pub(crate) fn convert(lit: &Literal, c: &BoundColumn) -> Result<Option<Val>> {
             match lit {
                 Literal::Date(s) => {
                     let days = parse_date(s.trim()).and_then(epoch_days).ok_or_else(err)?;
-                    Val::Int(i128::from(days) * MICROS_PER_DAY)
+                    let local =
+                        i64::try_from(i128::from(days) * MICROS_PER_DAY).map_err(|_| err())?;
+                    Val::Int(i128::from(if zoned {
+                        zone.local_to_utc(local)?
+                    } else {
+                        local
+                    }))
                 }
-                Literal::Str(s) => Val::Int(i128::from(
-                    parse_timestamp_micros(s.trim(), zoned)
+                Literal::Str(s) => Val::Int(i128::from(if zoned {
+                    zone.instant_of(s.trim()).ok_or_else(err)?
+                } else {
+                    parse_timestamp_micros(s.trim(), false)
                         .or_else(|| {
                             parse_date(s.trim())
                                 .and_then(epoch_days)
                                 .and_then(|d| d.checked_mul(86_400_000_000))
                         })
-                        .ok_or_else(err)?,
-                )),
-                Literal::Timestamp(s) | Literal::TimestampNtz(s) => Val::Int(i128::from(
-                    parse_timestamp_micros(s.trim(), zoned).ok_or_else(err)?,
-                )),
+                        .ok_or_else(err)?
+                })),
+                Literal::Timestamp(s) | Literal::TimestampNtz(s) => {
+                    Val::Int(i128::from(if zoned {
+                        zone.timestamp_instant(s.trim()).ok_or_else(err)?
+                    } else {
+                        parse_timestamp_micros(s.trim(), false).ok_or_else(err)?
+                    }))
+                }
                 _ => return Err(err()),
             }
         }

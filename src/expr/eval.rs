@@ -176,7 +176,7 @@ impl Predicate {
         match n {
             Node::Unknown => Ok(BooleanArray::from(vec![true; rows])),
             Node::Eval(t) => {
-                let a = t.eval(&self.columns, batch)?;
+                let a = t.eval(&self.columns, batch, &self.zone)?;
                 a.as_any()
                     .downcast_ref::<BooleanArray>()
                     .cloned()

@@ -12,6 +12,7 @@
 //! | [`prune`]    | [`Predicate::may_match`] over what is known of a set of rows: partition values, `add.stats` ([`PruningStats`]), any [`ColumnStats`] |
 //! | [`eval`]     | [`Predicate::evaluate`]: SQL three-valued logic over an Arrow batch with arrow kernels |
 //! | [`value`]    | typed trees with Spark's type rules: [`ValueExpr`] (UPDATE/MERGE values) and predicates beyond column-vs-literal |
+//! | [`zone`]     | [`TimeZone`]: the session time zone date parts, casts and offset-less literals of TIMESTAMPs are read in (Spark's `spark.sql.session.timeZone`) |
 //!
 //! Parquet row-group statistics are read in `scan::pruning` (they need the
 //! file's footer and the Delta → parquet column resolution, which are the
@@ -39,6 +40,7 @@
 //!            | CAST "(" value AS type ")"
 //!            | value || value | CONCAT "(" value ("," value)* ")"
 //!            | (YEAR | MONTH | DAY) "(" value ")"   (of a date or timestamp)
+//!            | (HOUR | MINUTE | SECOND) "(" value ")"   (of a timestamp)
 //!            | predicate                      (a boolean value, e.g. in SET)
 //! type      := BOOLEAN | TINYINT | SMALLINT | INT | BIGINT | FLOAT | DOUBLE
 //!            | DECIMAL [(p [, s])] | STRING | BINARY | DATE | TIMESTAMP | TIMESTAMP_NTZ
@@ -96,7 +98,7 @@
 //! {"case": {"when": [[E, E], …], "otherwise": E | null}}
 //! {"cast": {"expr": E, "to": "decimal(10,2)"}}  to: a Delta type name
 //! {"concat": [E, …]}
-//! {"date_part": {"part": "year", "expr": E}}   part: year, month, day
+//! {"date_part": {"part": "year", "expr": E}}   part: year, month, day, hour, minute, second
 //! ```
 //!
 //! Numbers travel as text (`"number"`: exact decimal digits; `"double"`: the
@@ -111,6 +113,7 @@ pub mod prune;
 pub mod relation;
 pub mod rewrite;
 pub mod value;
+pub mod zone;
 
 use std::fmt;
 
@@ -119,6 +122,7 @@ use serde::{Deserialize, Serialize};
 pub use self::bind::{Binding, BoundColumn, Predicate, Val};
 pub use self::prune::{ColumnStats, PruningStats};
 pub use self::value::ValueExpr;
+pub use self::zone::TimeZone;
 
 /// Deepest nesting of parentheses, `NOT`s, arithmetic operators and `CASE`s
 /// an expression may have. The parser and everything that walks the tree
@@ -346,8 +350,9 @@ pub enum Expr {
     /// String concatenation (`a || b`, `concat(a, b, …)`): NULL when any
     /// part is NULL; non-string parts are cast to strings.
     Concat(Vec<Expr>),
-    /// `YEAR(x)`, `MONTH(x)`, `DAY(x)` of a date or timestamp (`part`:
-    /// `year`, `month` or `day`): an INT.
+    /// `YEAR(x)`, `MONTH(x)`, `DAY(x)` of a date or timestamp, `HOUR(x)`,
+    /// `MINUTE(x)`, `SECOND(x)` of a timestamp (`part`: `year`, `month`,
+    /// `day`, `hour`, `minute` or `second`): an INT.
     DatePart {
         part: String,
         expr: Box<Expr>,

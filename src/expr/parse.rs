@@ -588,9 +588,17 @@ impl Mapper<'_> {
                 }
             }
             SqlExpr::Function(f)
-                if ["year", "month", "day", "dayofmonth"]
-                    .iter()
-                    .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
+                if [
+                    "year",
+                    "month",
+                    "day",
+                    "dayofmonth",
+                    "hour",
+                    "minute",
+                    "second",
+                ]
+                .iter()
+                .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
             {
                 let sqlparser::ast::FunctionArguments::List(list) = &f.args else {
                     return Err(self.unsupported(e));

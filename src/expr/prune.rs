@@ -92,7 +92,7 @@ impl Predicate {
             let raw = values.get(key).cloned().flatten().filter(|s| !s.is_empty());
             match raw {
                 None => Some(ColumnStats::exact(None)),
-                Some(s) => convert(&Literal::Str(s), c)
+                Some(s) => convert(&Literal::Str(s), c, &super::TimeZone::utc())
                     .ok()
                     .flatten()
                     .map(|v| ColumnStats::exact(Some(v))),
@@ -124,7 +124,9 @@ impl Predicate {
             match raw {
                 None => Some(ColumnStats::exact(None)),
                 Some(s) => {
-                    let v = convert(&Literal::Str(s), c).ok().flatten()?;
+                    let v = convert(&Literal::Str(s), c, &super::TimeZone::utc())
+                        .ok()
+                        .flatten()?;
                     Some(ColumnStats::exact(Some(v)))
                 }
             }

@@ -44,6 +44,9 @@ pub(crate) enum DatePartKind {
     Year,
     Month,
     Day,
+    Hour,
+    Minute,
+    Second,
 }
 
 /// A typed node: what it computes and the Arrow type of its result.
@@ -77,17 +80,20 @@ pub(crate) enum Kind {
 
 impl Typed {
     /// Whether the value depends on a time zone: a date part of a TIMESTAMP
-    /// (an instant; TIMESTAMP_NTZ has no zone), or a cast of one to a date
-    /// or a string. deltadv takes these in UTC; Delta Spark in its session
-    /// time zone (`spark.sql.session.timeZone`).
+    /// (an instant; TIMESTAMP_NTZ has no zone), or a cast between one and a
+    /// date, a string or a TIMESTAMP_NTZ. Taken in the expression's zone
+    /// (Delta Spark: its session time zone, `spark.sql.session.timeZone`).
     fn reads_time_zone(&self) -> bool {
         let instant = |t: &Typed| matches!(t.data_type, ArrowType::Timestamp(_, Some(_)));
         match &self.kind {
             Kind::Column(_) | Kind::Literal(_) => false,
             Kind::DatePart(_, c) => instant(c) || c.reads_time_zone(),
             Kind::Cast(c) => {
-                (instant(c) && matches!(self.data_type, ArrowType::Date32 | ArrowType::Utf8))
-                    || c.reads_time_zone()
+                let zone_changes = instant(c) != instant(self)
+                    && c.data_type != ArrowType::Null
+                    && !is_numeric(&c.data_type)
+                    && !is_numeric(&self.data_type);
+                zone_changes || c.reads_time_zone()
             }
             Kind::Arith(_, a, b) | Kind::Cmp(_, a, b) => a.reads_time_zone() || b.reads_time_zone(),
             Kind::Neg(c) | Kind::Not(c) | Kind::IsNull(c) => c.reads_time_zone(),
@@ -264,7 +270,7 @@ fn one_row(array: ArrayRef) -> Typed {
 }
 
 /// A literal as Spark types it.
-fn literal(lit: &Literal) -> Result<Typed> {
+fn literal(lit: &Literal, zone: &super::TimeZone) -> Result<Typed> {
     let bad = || type_error(format!("invalid literal {lit}"));
     let array: ArrayRef = match lit {
         Literal::Null => Arc::new(NullArray::new(1)),
@@ -277,9 +283,9 @@ fn literal(lit: &Literal) -> Result<Typed> {
             .and_then(|d| i32::try_from(d).ok())
             .ok_or_else(bad)?])),
         Literal::Timestamp(s) => Arc::new(
-            TimestampMicrosecondArray::from(vec![
-                parse_timestamp_micros(s.trim(), true).ok_or_else(bad)?
-            ])
+            TimestampMicrosecondArray::from(vec![zone
+                .timestamp_instant(s.trim())
+                .ok_or_else(bad)?])
             .with_timezone("UTC"),
         ),
         Literal::TimestampNtz(s) => Arc::new(TimestampMicrosecondArray::from(vec![
@@ -364,7 +370,7 @@ impl Binder<'_> {
                     data_type,
                 }
             }
-            Expr::Literal(lit) => literal(lit)?,
+            Expr::Literal(lit) => literal(lit, &self.zone)?,
             Expr::And(parts) | Expr::Or(parts) => {
                 let parts = parts
                     .iter()
@@ -464,13 +470,27 @@ impl Binder<'_> {
                     "year" => DatePartKind::Year,
                     "month" => DatePartKind::Month,
                     "day" => DatePartKind::Day,
+                    "hour" => DatePartKind::Hour,
+                    "minute" => DatePartKind::Minute,
+                    "second" => DatePartKind::Second,
                     other => {
                         return Err(type_error(format!("unknown date part {other:?}")));
                     }
                 };
+                let of_time = matches!(
+                    kind,
+                    DatePartKind::Hour | DatePartKind::Minute | DatePartKind::Second
+                );
                 let t = self.typed(expr, d)?;
                 let t = match &t.data_type {
-                    ArrowType::Date32 | ArrowType::Timestamp(_, _) => t,
+                    ArrowType::Timestamp(_, _) => t,
+                    // Spark reads a date or string as a timestamp for the
+                    // time parts (a date: its midnight in the session zone).
+                    ArrowType::Date32 | ArrowType::Utf8 | ArrowType::Null if of_time => cast_to(
+                        t,
+                        &ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                    ),
+                    ArrowType::Date32 => t,
                     ArrowType::Utf8 | ArrowType::Null => cast_to(t, &ArrowType::Date32),
                     other => {
                         return Err(type_error(format!(
@@ -697,6 +717,37 @@ pub(crate) fn ansi_cast(array: &dyn Array, to: &ArrowType) -> Result<ArrayRef> {
     })
 }
 
+/// `CAST` of `a` to `to` with instants read in `zone`, as Spark's session
+/// time zone: a TIMESTAMP to a DATE, STRING or TIMESTAMP_NTZ takes its
+/// local time there; a STRING, DATE or TIMESTAMP_NTZ to a TIMESTAMP is a
+/// wall clock reading there.
+fn zoned_cast(a: ArrayRef, to: &ArrowType, zone: &super::TimeZone) -> Result<ArrayRef> {
+    let zoned = |t: &ArrowType| matches!(t, ArrowType::Timestamp(_, Some(_)));
+    let from = a.data_type().clone();
+    if zoned(&from) && !zoned(to) {
+        return match to {
+            ArrowType::Utf8 => zone.local_times(a.as_ref(), true),
+            ArrowType::Timestamp(TimeUnit::Microsecond, None) => {
+                zone.local_times(a.as_ref(), false)
+            }
+            _ => ansi_cast(zone.tag(a).as_ref(), to),
+        };
+    }
+    if zoned(to) && !zoned(&from) {
+        let instants = match from {
+            ArrowType::Date32 | ArrowType::Timestamp(_, None) => {
+                zone.instants_of_local(a.as_ref())?
+            }
+            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
+                zone.instants_of_text(a.as_ref())?
+            }
+            _ => a,
+        };
+        return ansi_cast(instants.as_ref(), to);
+    }
+    ansi_cast(a.as_ref(), to)
+}
+
 /// Whether any valid value of `a` is zero.
 fn has_zero(a: &ArrayRef) -> Result<bool> {
     let zero = ansi_cast(&Int32Array::from(vec![0]), a.data_type())?;
@@ -707,11 +758,17 @@ fn has_zero(a: &ArrayRef) -> Result<bool> {
 impl Typed {
     /// Evaluate over `batch`; `columns` are the bound columns the tree's
     /// column indexes point into. The result has the batch's row count.
-    pub(crate) fn eval(&self, columns: &[BoundColumn], batch: &RecordBatch) -> Result<ArrayRef> {
+    /// Instants are read in `zone` where a value depends on one.
+    pub(crate) fn eval(
+        &self,
+        columns: &[BoundColumn],
+        batch: &RecordBatch,
+        zone: &super::TimeZone,
+    ) -> Result<ArrayRef> {
         use arrow_arith::boolean;
         let rows = batch.num_rows();
         let boolean_of = |t: &Typed| -> Result<BooleanArray> {
-            let a = t.eval(columns, batch)?;
+            let a = t.eval(columns, batch, zone)?;
             a.as_any()
                 .downcast_ref::<BooleanArray>()
                 .cloned()
@@ -726,15 +783,15 @@ impl Typed {
             }
             Kind::Literal(a) => repeat(a, rows)?,
             Kind::Cast(inner) => {
-                let a = inner.eval(columns, batch)?;
+                let a = inner.eval(columns, batch, zone)?;
                 if a.data_type() == &self.data_type {
                     a
                 } else {
-                    ansi_cast(a.as_ref(), &self.data_type)?
+                    zoned_cast(a, &self.data_type, zone)?
                 }
             }
             Kind::Arith(op, l, r) => {
-                let (a, b) = (l.eval(columns, batch)?, r.eval(columns, batch)?);
+                let (a, b) = (l.eval(columns, batch, zone)?, r.eval(columns, batch, zone)?);
                 if *op == ArithOp::Div && has_zero(&b)? {
                     return Err(Error::InvalidArgument(
                         "[DIVIDE_BY_ZERO] division by zero".into(),
@@ -748,7 +805,7 @@ impl Typed {
                 }
             }
             Kind::Neg(inner) => {
-                let a = inner.eval(columns, batch)?;
+                let a = inner.eval(columns, batch, zone)?;
                 if a.data_type() == &ArrowType::Null {
                     a
                 } else {
@@ -756,18 +813,21 @@ impl Typed {
                 }
             }
             Kind::DatePart(part, inner) => {
-                let a = inner.eval(columns, batch)?;
+                let a = zone.tag(inner.eval(columns, batch, zone)?);
                 let part = match part {
                     DatePartKind::Year => arrow_arith::temporal::DatePart::Year,
                     DatePartKind::Month => arrow_arith::temporal::DatePart::Month,
                     DatePartKind::Day => arrow_arith::temporal::DatePart::Day,
+                    DatePartKind::Hour => arrow_arith::temporal::DatePart::Hour,
+                    DatePartKind::Minute => arrow_arith::temporal::DatePart::Minute,
+                    DatePartKind::Second => arrow_arith::temporal::DatePart::Second,
                 };
                 arrow_arith::temporal::date_part(a.as_ref(), part).map_err(arrow_error)?
             }
             Kind::Concat(parts) => {
                 let mut acc: Option<StringArray> = None;
                 for p in parts {
-                    let a = p.eval(columns, batch)?;
+                    let a = p.eval(columns, batch, zone)?;
                     let s = a
                         .as_any()
                         .downcast_ref::<StringArray>()
@@ -785,19 +845,19 @@ impl Typed {
             }
             Kind::Case(branches, otherwise) => {
                 let mut acc = match otherwise {
-                    Some(o) => o.eval(columns, batch)?,
+                    Some(o) => o.eval(columns, batch, zone)?,
                     None => new_null_array(&self.data_type, rows),
                 };
                 for (c, v) in branches.iter().rev() {
                     let mask = true_only(boolean_of(c)?);
-                    let v = v.eval(columns, batch)?;
+                    let v = v.eval(columns, batch, zone)?;
                     acc = arrow_select::zip::zip(&mask, &v, &acc).map_err(arrow_error)?;
                 }
                 acc
             }
             Kind::Cmp(op, l, r) => {
-                let a = super::eval::zero_without_sign(l.eval(columns, batch)?)?;
-                let b = super::eval::zero_without_sign(r.eval(columns, batch)?)?;
+                let a = super::eval::zero_without_sign(l.eval(columns, batch, zone)?)?;
+                let b = super::eval::zero_without_sign(r.eval(columns, batch, zone)?)?;
                 if a.data_type() == &ArrowType::Null {
                     return Ok(Arc::new(if *op == Op::NullSafeEq {
                         boolean::is_null(b.as_ref()).map_err(arrow_error)?
@@ -823,14 +883,14 @@ impl Typed {
             }
             Kind::Not(inner) => Arc::new(boolean::not(&boolean_of(inner)?).map_err(arrow_error)?),
             Kind::IsNull(inner) => {
-                let a = inner.eval(columns, batch)?;
+                let a = inner.eval(columns, batch, zone)?;
                 Arc::new(boolean::is_null(a.as_ref()).map_err(arrow_error)?)
             }
             Kind::In(value, items) => {
-                let a = super::eval::zero_without_sign(value.eval(columns, batch)?)?;
+                let a = super::eval::zero_without_sign(value.eval(columns, batch, zone)?)?;
                 let mut acc = BooleanArray::from(vec![false; rows]);
                 for item in items {
-                    let b = super::eval::zero_without_sign(item.eval(columns, batch)?)?;
+                    let b = super::eval::zero_without_sign(item.eval(columns, batch, zone)?)?;
                     let eq =
                         if a.data_type() == &ArrowType::Null || b.data_type() == &ArrowType::Null {
                             BooleanArray::new_null(rows)
@@ -851,6 +911,7 @@ pub struct ValueExpr {
     root: Typed,
     columns: Vec<BoundColumn>,
     text: String,
+    zone: super::TimeZone,
 }
 
 impl ValueExpr {
@@ -865,6 +926,26 @@ impl ValueExpr {
         Self::bind(&expr, text.to_string(), schema, partition_columns, mode)
     }
 
+    /// [`ValueExpr::new`] with instants read in `zone` (Spark's session
+    /// time zone; see [`super::zone`]).
+    pub fn new_in_zone(
+        text: &str,
+        schema: &StructType,
+        partition_columns: &[String],
+        mode: ColumnMappingMode,
+        zone: &super::TimeZone,
+    ) -> Result<ValueExpr> {
+        let expr = super::parse::parse_value(text)?;
+        Self::bind_in_zone(
+            &expr,
+            text.to_string(),
+            schema,
+            partition_columns,
+            mode,
+            zone,
+        )
+    }
+
     /// Bind a tree to a table's schema (`text`: how to name it).
     pub fn bind(
         expr: &Expr,
@@ -873,18 +954,38 @@ impl ValueExpr {
         partition_columns: &[String],
         mode: ColumnMappingMode,
     ) -> Result<ValueExpr> {
+        let utc = super::TimeZone::utc();
+        Self::bind_in_zone(expr, text, schema, partition_columns, mode, &utc)
+    }
+
+    /// [`ValueExpr::bind`] with instants read in `zone`.
+    pub fn bind_in_zone(
+        expr: &Expr,
+        text: String,
+        schema: &StructType,
+        partition_columns: &[String],
+        mode: ColumnMappingMode,
+        zone: &super::TimeZone,
+    ) -> Result<ValueExpr> {
         let mut b = Binder::new(
             schema,
             partition_columns,
             mode,
             super::bind::Binding::Strict,
         );
+        b.zone = zone.clone();
         let root = b.typed(expr, 0)?;
         Ok(ValueExpr {
             root,
             columns: b.into_columns(),
             text,
+            zone: zone.clone(),
         })
+    }
+
+    /// The time zone instants are read in.
+    pub fn time_zone(&self) -> &super::TimeZone {
+        &self.zone
     }
 
     /// The Arrow type of the values.
@@ -902,9 +1003,10 @@ impl ValueExpr {
         &self.columns
     }
 
-    /// Whether its values depend on a time zone (`YEAR`/`MONTH`/`DAY` of a
-    /// TIMESTAMP, `CAST` of one to DATE or STRING): deltadv evaluates them
-    /// in UTC, where Delta Spark uses `spark.sql.session.timeZone`.
+    /// Whether its values depend on a time zone (date parts of a TIMESTAMP,
+    /// `CAST` of one to DATE or STRING, …): they are taken in
+    /// [`ValueExpr::time_zone`], as Delta Spark takes them in
+    /// `spark.sql.session.timeZone`.
     pub fn reads_time_zone(&self) -> bool {
         self.root.reads_time_zone()
     }
@@ -912,7 +1014,7 @@ impl ValueExpr {
     /// The values for each row of `batch` (which holds the columns under
     /// their logical names).
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef> {
-        self.root.eval(&self.columns, batch)
+        self.root.eval(&self.columns, batch, &self.zone)
     }
 
     /// The values cast to `to` as Spark's store assignment does (ANSI:
@@ -1123,6 +1225,83 @@ mod tests {
         assert_eq!(e.to_string(), "YEAR(d)");
         let back = Expr::from_json(&e.to_json().unwrap()).unwrap();
         assert_eq!(back, e);
+    }
+
+    /// Values of `text` (over one row) with instants read in `zone`.
+    fn shown_in(text: &str, zone: &str) -> String {
+        let zone = crate::expr::TimeZone::parse(zone).unwrap();
+        let v = ValueExpr::new_in_zone(text, &schema(), &[], ColumnMappingMode::None, &zone)
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let a = v.evaluate(&batch().slice(0, 1)).unwrap();
+        let f = arrow_cast::display::ArrayFormatter::try_new(
+            a.as_ref(),
+            &arrow_cast::display::FormatOptions::default().with_null("NULL"),
+        )
+        .unwrap();
+        f.value(0).to_string()
+    }
+
+    #[test]
+    fn instants_are_read_in_the_session_time_zone() {
+        let at = "TIMESTAMP '2025-01-01 03:00:00Z'";
+        for (zone, year, hour, date) in [
+            ("UTC", "2025", "3", "2025-01-01"),
+            ("America/Los_Angeles", "2024", "19", "2024-12-31"),
+            ("+05:30", "2025", "8", "2025-01-01"),
+        ] {
+            assert_eq!(shown_in(&format!("YEAR({at})"), zone), year, "{zone}");
+            assert_eq!(shown_in(&format!("HOUR({at})"), zone), hour, "{zone}");
+            assert_eq!(
+                shown_in(&format!("CAST({at} AS DATE)"), zone),
+                date,
+                "{zone}"
+            );
+        }
+        assert_eq!(
+            shown_in(&format!("CAST({at} AS STRING)"), "America/Los_Angeles"),
+            "2024-12-31 19:00:00"
+        );
+        assert_eq!(
+            shown_in(&format!("CAST({at} AS TIMESTAMP_NTZ)"), "+05:30"),
+            "2025-01-01T08:30:00"
+        );
+        // A literal, string or date without an offset is local time there.
+        let la = "America/Los_Angeles";
+        assert_eq!(
+            shown_in(
+                "TIMESTAMP '2024-12-31 19:00:00' = TIMESTAMP '2025-01-01 03:00:00Z'",
+                la
+            ),
+            "true"
+        );
+        assert_eq!(
+            shown_in(
+                "CAST('2024-12-31 19:00:00' AS TIMESTAMP) = TIMESTAMP '2025-01-01 03:00:00Z'",
+                la
+            ),
+            "true"
+        );
+        assert_eq!(
+            shown_in(
+                "CAST(DATE '2025-01-01' AS TIMESTAMP) = TIMESTAMP '2025-01-01 08:00:00Z'",
+                la
+            ),
+            "true"
+        );
+        assert_eq!(shown_in("HOUR(DATE '2025-01-01')", la), "0");
+        assert_eq!(
+            shown_in("MINUTE(TIMESTAMP '2025-01-01 03:07:09Z')", "+05:30"),
+            "37"
+        );
+        assert_eq!(
+            shown_in("SECOND(TIMESTAMP '2025-01-01 03:07:09Z')", la),
+            "9"
+        );
+        // TIMESTAMP_NTZ has no zone.
+        assert_eq!(
+            shown_in("HOUR(TIMESTAMP_NTZ '2025-01-01 03:00:00')", la),
+            "3"
+        );
     }
 
     #[test]

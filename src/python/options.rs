@@ -11,6 +11,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::expr::TimeZone;
 use crate::write::changes::DmlOptions;
 use crate::write::data::{WriterOptions, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::delete::{DeleteOptions, DEFAULT_DV_FILE_TARGET_SIZE};
@@ -121,6 +122,8 @@ pub(super) struct ScanArgs {
     pub split_size: Option<u64>,
     pub with_metadata: bool,
     pub with_row_tracking: bool,
+    /// The session time zone the filter reads instants in (`time_zone`).
+    pub time_zone: TimeZone,
 }
 
 impl Default for ScanArgs {
@@ -133,6 +136,7 @@ impl Default for ScanArgs {
             split_size: None,
             with_metadata: false,
             with_row_tracking: false,
+            time_zone: TimeZone::utc(),
         }
     }
 }
@@ -151,10 +155,12 @@ impl ScanArgs {
                 "split_size",
                 "with_metadata",
                 "with_row_tracking",
+                "time_zone",
             ],
         )?;
         let d = Self::default();
         Ok(ScanArgs {
+            time_zone: time_zone_of(kw.get("time_zone", None)?)?,
             columns: kw.get("columns", d.columns)?,
             filter: kw.get("filter", d.filter)?,
             filter_json: kw.get("filter_json", d.filter_json)?,
@@ -175,6 +181,7 @@ impl ScanArgs {
             split_size: self.split_size,
             with_metadata: self.with_metadata,
             with_row_tracking: self.with_row_tracking,
+            time_zone: self.time_zone,
         })
     }
 }
@@ -254,6 +261,8 @@ pub(super) struct DmlArgs {
     pub extra_metrics: Option<String>,
     /// `commit_changes`: the files the operation read (None: all).
     pub read_files: Option<Vec<String>>,
+    /// The session time zone (`time_zone`, an IANA name or an offset).
+    pub time_zone: TimeZone,
 }
 
 impl Default for DmlArgs {
@@ -271,6 +280,7 @@ impl Default for DmlArgs {
             parameters: None,
             extra_metrics: None,
             read_files: None,
+            time_zone: TimeZone::utc(),
         }
     }
 }
@@ -294,6 +304,7 @@ impl DmlArgs {
                 "parameters",
                 "extra_metrics",
                 "read_files",
+                "time_zone",
             ],
         )?;
         let d = Self::default();
@@ -310,6 +321,7 @@ impl DmlArgs {
             parameters: kw.get("parameters", d.parameters)?,
             extra_metrics: kw.get("extra_metrics", d.extra_metrics)?,
             read_files: kw.get("read_files", d.read_files)?,
+            time_zone: time_zone_of(kw.get("time_zone", None)?)?,
         })
     }
 }
@@ -321,10 +333,12 @@ impl DmlArgs {
                 inline_threshold: self.inline_threshold,
                 allow_copy_on_write: self.allow_copy_on_write,
                 dv_file_target_size: self.dv_file_target_size,
+                time_zone: self.time_zone.clone(),
                 ..Default::default()
             },
             writer: WriterOptions {
                 target_file_size: self.target_file_size,
+                time_zone: self.time_zone.clone(),
                 ..Default::default()
             },
             ..Default::default()
@@ -357,6 +371,8 @@ pub(super) struct WriteArgs {
     /// `write_files`: how many writers share the commit (their values
     /// interleave as Delta Spark's), when known.
     pub identity_slots: Option<u64>,
+    /// The session time zone (`time_zone`, an IANA name or an offset).
+    pub time_zone: TimeZone,
 }
 
 impl Default for WriteArgs {
@@ -376,6 +392,7 @@ impl Default for WriteArgs {
             identity_slot: None,
             table_schema: None,
             identity_slots: None,
+            time_zone: TimeZone::utc(),
         }
     }
 }
@@ -401,6 +418,7 @@ impl WriteArgs {
                 "identity_slot",
                 "table_schema",
                 "identity_slots",
+                "time_zone",
             ],
         )?;
         let d = Self::default();
@@ -420,6 +438,7 @@ impl WriteArgs {
             identity_slot: kw.get("identity_slot", d.identity_slot)?,
             table_schema: kw.get("table_schema", d.table_schema)?,
             identity_slots: kw.get("identity_slots", d.identity_slots)?,
+            time_zone: time_zone_of(kw.get("time_zone", None)?)?,
         })
     }
 }
@@ -439,6 +458,7 @@ impl WriteArgs {
                 target_file_size: self.target_file_size,
                 max_rows_per_file: self.rows_per_file,
                 row_group_rows: self.row_group_rows,
+                time_zone: self.time_zone,
             },
             cluster_by: self.cluster_by,
             identity_slot: self
@@ -448,6 +468,15 @@ impl WriteArgs {
         };
         Ok((options, self.schema_ipc))
     }
+}
+
+/// The `time_zone` keyword: UTC when None, else the zone it names (an
+/// unknown name is a `ValueError` before anything is written).
+pub(super) fn time_zone_of(name: Option<String>) -> PyResult<TimeZone> {
+    name.map_or_else(
+        || Ok(TimeZone::utc()),
+        |n| TimeZone::parse(&n).map_err(super::to_py),
+    )
 }
 
 /// A scan filter from SQL text or an expression tree's JSON (not both).

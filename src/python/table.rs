@@ -530,7 +530,7 @@ impl RawDeltaTable {
     }
 
     /// DELETE WHERE `predicate` (deltadv's predicate subset; None: all rows).
-    #[pyo3(signature = (predicate=None, inline_threshold=0, allow_copy_on_write=false, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE))]
+    #[pyo3(signature = (predicate=None, inline_threshold=0, allow_copy_on_write=false, dv_file_target_size=crate::write::delete::DEFAULT_DV_FILE_TARGET_SIZE, time_zone=None))]
     fn delete<'py>(
         &mut self,
         py: Python<'py>,
@@ -538,11 +538,13 @@ impl RawDeltaTable {
         inline_threshold: usize,
         allow_copy_on_write: bool,
         dv_file_target_size: usize,
+        time_zone: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = crate::write::delete::DeleteOptions {
             inline_threshold,
             allow_copy_on_write,
             dv_file_target_size,
+            time_zone: super::options::time_zone_of(time_zone)?,
             ..Default::default()
         };
         let snapshot = self.snapshot.clone();
@@ -707,6 +709,7 @@ impl RawDeltaTable {
         let dml = DmlArgs {
             allow_copy_on_write: args.allow_copy_on_write,
             inline_threshold: args.inline_threshold,
+            time_zone: args.time_zone.clone(),
             ..Default::default()
         };
         let mut options = super::dml::with_new_columns(

@@ -227,6 +227,7 @@ pub async fn plan_changes(
                 row_tracking: None,
                 base_row_id: None,
                 default_row_commit_version: None,
+                time_zone: None,
             });
         }
     }

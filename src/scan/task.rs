@@ -70,6 +70,9 @@ pub struct ScanTask {
     /// The file's `defaultRowCommitVersion` (row tracking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_row_commit_version: Option<i64>,
+    /// The session time zone `filter` reads instants in (absent: UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
 }
 
 /// What a change data feed task reads (see [`crate::log::cdf`]).
@@ -144,7 +147,7 @@ impl ScanTask {
         }
         let filter = match &self.filter {
             None => None,
-            Some(filter) => Some(Arc::new(Predicate::bind(
+            Some(filter) => Some(Arc::new(Predicate::bind_in_zone(
                 filter,
                 &schema,
                 &self.partition_columns,
@@ -153,6 +156,10 @@ impl ScanTask {
                     Binding::Strict
                 } else {
                     Binding::Lenient
+                },
+                &match &self.time_zone {
+                    Some(name) => crate::expr::TimeZone::parse(name)?,
+                    None => crate::expr::TimeZone::utc(),
                 },
             )?)),
         };
@@ -292,6 +299,9 @@ pub struct TaskOptions {
     /// Tasks return the `_row_id` and `_row_commit_version` columns too
     /// (an error for a table that does not track rows).
     pub with_row_tracking: bool,
+    /// The session time zone the filter reads instants in (Spark's
+    /// `spark.sql.session.timeZone`; UTC by default).
+    pub time_zone: crate::expr::TimeZone,
 }
 
 /// Tasks for the live files of `snapshot`: one per file, or several per file
@@ -308,7 +318,7 @@ pub async fn plan_tasks(
     }
     spec.output_schema()?; // unknown columns fail here, on the driver
     if let Some(filter) = &options.filter {
-        spec.filter = Some(Arc::new(Predicate::bind(
+        spec.filter = Some(Arc::new(Predicate::bind_in_zone(
             filter,
             snapshot.schema(),
             &snapshot.metadata().partition_columns,
@@ -318,6 +328,7 @@ pub async fn plan_tasks(
             } else {
                 Binding::Lenient
             },
+            &options.time_zone,
         )?));
     }
     let mut files = super::plan(snapshot, spec.filter.as_deref())?;
@@ -345,6 +356,7 @@ pub async fn plan_tasks(
             row_tracking: spec.row_tracking.clone(),
             base_row_id: f.base_row_id,
             default_row_commit_version: f.default_row_commit_version,
+            time_zone: Some(options.time_zone.name().to_string()),
         })
         .collect())
 }

@@ -712,6 +712,10 @@ pub struct ChangeTask {
     pub inline_threshold: usize,
     pub dv_file_target_size: usize,
     pub target_file_size: usize,
+    /// The session time zone generated columns and CHECK constraints read
+    /// instants in (absent: UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
 }
 
 impl ChangeTask {
@@ -744,6 +748,7 @@ impl ChangeTask {
             inline_threshold: options.delete.inline_threshold,
             dv_file_target_size: options.delete.dv_file_target_size,
             target_file_size: options.writer.target_file_size,
+            time_zone: Some(options.writer.time_zone.name().to_string()),
         })
     }
 
@@ -767,6 +772,10 @@ impl ChangeTask {
             },
             WriterOptions {
                 target_file_size: self.target_file_size,
+                time_zone: match &self.time_zone {
+                    Some(name) => crate::expr::TimeZone::parse(name)?,
+                    None => crate::expr::TimeZone::utc(),
+                },
                 ..Default::default()
             },
         )?;

@@ -170,12 +170,13 @@ pub async fn delete_where(
     let started = Instant::now();
     let plan = delete_plan(snapshot, options.allow_copy_on_write)?;
     let pred = match predicate {
-        Some(text) => Some(Arc::new(Predicate::new(
+        Some(text) => Some(Arc::new(Predicate::new_in_zone(
             text,
             snapshot.schema(),
             &snapshot.metadata().partition_columns,
             snapshot.column_mapping(),
             Binding::Strict,
+            &options.time_zone,
         )?)),
         None => None,
     };

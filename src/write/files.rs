@@ -427,12 +427,13 @@ async fn write_layout<R: RecordBatchReader>(
     // replaceWhere: every new row must satisfy the predicate (Delta Spark's
     // constraint check, on by default); bound to the layout's schema.
     let constraint = match &options.predicate {
-        Some(text) => Some(Predicate::new(
+        Some(text) => Some(Predicate::new_in_zone(
             text,
             &layout.schema,
             &layout.partition_columns,
             ColumnMappingMode::None,
             Binding::Strict,
+            &options.writer.time_zone,
         )?),
         None => None,
     };
@@ -671,6 +672,7 @@ async fn commit_to(
                 metadata: target.metadata,
                 partition_by: options.partition_by.clone(),
                 parameters: options.schema_parameters(),
+                time_zone: options.writer.time_zone.clone(),
             };
             overwrite_files(&s, adds, &overwrite).await
         }

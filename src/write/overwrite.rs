@@ -247,6 +247,8 @@ pub struct OverwriteOptions {
     pub partition_by: Vec<String>,
     /// More `operationParameters` (`canMergeSchema`, `canOverwriteSchema`).
     pub parameters: Map<String, Value>,
+    /// The session time zone `predicate` reads instants in (UTC by default).
+    pub time_zone: crate::expr::TimeZone,
 }
 
 /// Commit an overwrite of `snapshot`'s table by `adds` (data files already
@@ -282,12 +284,13 @@ pub async fn overwrite_files(
         None => Removed::All(live.into_values().map(|f| f.add).collect()),
         Some(text) => {
             let dvs = check_can_delete(snapshot, true)?;
-            let pred = Arc::new(Predicate::new(
+            let pred = Arc::new(Predicate::new_in_zone(
                 text,
                 snapshot.schema(),
                 &snapshot.metadata().partition_columns,
                 snapshot.column_mapping(),
                 crate::expr::Binding::Strict,
+                &options.time_zone,
             )?);
             added_check = Some(PredicateRows::new(snapshot, pred.clone()));
             let rows = matching_rows(snapshot, &live, Some(pred)).await?;

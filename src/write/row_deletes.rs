@@ -54,6 +54,9 @@ pub struct DeleteOptions {
     /// On a table that does not allow DVs, rewrite the touched files without
     /// the deleted rows (copy-on-write) instead of failing.
     pub allow_copy_on_write: bool,
+    /// The session time zone DELETE's predicate reads instants in (Spark's
+    /// `spark.sql.session.timeZone`; UTC by default).
+    pub time_zone: crate::expr::TimeZone,
 }
 
 impl Default for DeleteOptions {
@@ -65,6 +68,7 @@ impl Default for DeleteOptions {
             engine_info: super::ENGINE_INFO.to_string(),
             dv_file_target_size: DEFAULT_DV_FILE_TARGET_SIZE,
             allow_copy_on_write: false,
+            time_zone: crate::expr::TimeZone::utc(),
         }
     }
 }

@@ -39,11 +39,14 @@ pub async fn update_where(
     let schema = snapshot.schema();
     let parts = &snapshot.metadata().partition_columns;
     let mode = snapshot.column_mapping();
-    let set = bind_assignments(snapshot, assignments)?;
+    let zone = &options.writer.time_zone;
+    let set = bind_assignments(snapshot, assignments, zone)?;
     // Generated columns the SET leaves alone are recomputed from the new row.
-    let generated = ColumnValues::new(schema)?;
+    let generated = ColumnValues::new(schema, zone)?;
     let pred = predicate
-        .map(|text| Predicate::new(text, schema, parts, mode, Binding::Strict).map(Arc::new))
+        .map(|text| {
+            Predicate::new_in_zone(text, schema, parts, mode, Binding::Strict, zone).map(Arc::new)
+        })
         .transpose()?;
     let store = snapshot.store();
     let mut spec = ScanSpec::for_snapshot(snapshot, None);
@@ -138,6 +141,7 @@ pub async fn update_where(
 fn bind_assignments(
     snapshot: &Snapshot,
     assignments: &[(String, String)],
+    zone: &crate::expr::TimeZone,
 ) -> Result<Vec<(usize, ValueExpr, arrow_schema::DataType)>> {
     let schema = snapshot.schema();
     let arrow = schema.to_arrow(ColumnMappingMode::None, false)?;
@@ -173,7 +177,7 @@ fn bind_assignments(
             .get(i)
             .map(|f| f.data_type().clone())
             .ok_or_else(|| Error::Internal(format!("schema field {i} missing")))?;
-        let value = ValueExpr::new(text, schema, parts, snapshot.column_mapping())?;
+        let value = ValueExpr::new_in_zone(text, schema, parts, snapshot.column_mapping(), zone)?;
         value.check_assignable(column, &target)?;
         out.push((i, value, target));
     }

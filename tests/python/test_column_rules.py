@@ -639,12 +639,15 @@ def test_nested_rule_metadata_is_ignored_as_delta_spark_does(
         assert "delta.identity.highWaterMark" not in nested["type"]["fields"][2]["metadata"]
 
 
-def test_timestamp_date_parts_are_taken_in_utc(delta_spark: Any, tmp_path: Path) -> None:
+def test_timestamp_date_parts_are_taken_in_the_write_time_zone(
+    delta_spark: Any, tmp_path: Path
+) -> None:
     """YEAR/MONTH/DAY and CAST(.. AS DATE) of a TIMESTAMP depend on a time zone:
-    deltadv takes UTC, Delta Spark its session time zone. With the session in UTC
-    both compute the same values; under America/Los_Angeles Delta Spark computes
-    others for the same instants, and deltadv refuses such values when the data
-    gives them (the violation says why), rather than writing rows that disagree."""
+    deltadv takes its ``time_zone`` write option (UTC by default), Delta Spark its
+    session time zone. With both in UTC they compute the same values; under
+    America/Los_Angeles Delta Spark computes others for the same instants, which
+    deltadv refuses in UTC (the violation names the zone) and accepts when told
+    the same zone (tests/python/test_time_zone_rules.py has the full matrix)."""
     import datetime
 
     spark = delta_spark
@@ -690,22 +693,24 @@ def test_timestamp_date_parts_are_taken_in_utc(delta_spark: Any, tmp_path: Path)
         [(2024, 12, 31, d(2024, 12, 31)), (2024, 2, 29, d(2024, 2, 29)), (None, None, None, None)],
         key=str,
     )
-    # Los Angeles values given to deltadv: refused, naming the time zone rule
+    # Los Angeles values (Delta Spark's, read back) given to deltadv in UTC:
+    # refused, naming the time zone rule; in Los Angeles: accepted
+    la_rows = spark.read.format("delta").load(la).where("ts IS NOT NULL").orderBy("ts")
+    la_row = la_rows.collect()[-1]
+    given = pa.table(
+        {
+            "ts": pa.array(instants[:1], pa.timestamp("us", tz="UTC")),
+            "y": pa.array([la_row["y"]], pa.int32()),
+            "m": pa.array([la_row["m"]], pa.int32()),
+            "dd": pa.array([la_row["dd"]], pa.int32()),
+            "d": pa.array([la_row["d"]], pa.date32()),
+        }
+    )
     before = _version(ours)
-    with pytest.raises(ConstraintViolationError, match="in UTC") as e:
-        write_table(
-            ours,
-            pa.table(
-                {
-                    "ts": pa.array(instants[:1], pa.timestamp("us", tz="UTC")),
-                    "y": pa.array([2024], pa.int32()),
-                    "m": pa.array([12], pa.int32()),
-                    "dd": pa.array([31], pa.int32()),
-                    "d": pa.array([d(2024, 12, 31)], pa.date32()),
-                }
-            ),
-            mode="append",
-        )
+    with pytest.raises(ConstraintViolationError, match="in time zone UTC") as e:
+        write_table(ours, given, mode="append")
     assert "Generated Column (y <=> YEAR(ts))" in str(e.value), str(e.value)
     assert "spark.sql.session.timeZone" in str(e.value)
     assert _version(ours) == before
+    write_table(ours, given, mode="append", time_zone="America/Los_Angeles")
+    assert _version(ours) == before + 1

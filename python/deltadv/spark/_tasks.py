@@ -41,6 +41,13 @@ def split_size(spark: Any) -> int:
         return DEFAULT_SPLIT_SIZE
 
 
+def session_time_zone(spark: Any) -> str:
+    """The session's ``spark.sql.session.timeZone`` (Spark Connect too): the zone
+    Delta Spark reads TIMESTAMPs in for generated columns and CHECK constraints,
+    passed to deltadv's writers as ``time_zone``."""
+    return str(spark.conf.get("spark.sql.session.timeZone"))
+
+
 #: Spark's default ``spark.sql.files.openCostInBytes``: what opening one more
 #: file is worth, in bytes, when files are packed into partitions.
 OPEN_COST = 4 * 1024 * 1024

@@ -27,6 +27,7 @@ from deltadv.spark._tasks import (
     TASK_COLUMN,
     change_writer,
     compact_runner,
+    session_time_zone,
     split_size,
     stage_partitions,
     task_frame,
@@ -113,7 +114,10 @@ class DeltaTable:
         text = condition if isinstance(condition, str) else None
         if condition is None or (text is not None and _is_partition_only(table, text)):
             return table.delete(
-                text, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
+                text,
+                inline_threshold=inline_threshold,
+                dv_file_target_size=dv_file_target_size,
+                time_zone=session_time_zone(self._spark),
             )
         # Analyze the condition against the table's own columns first: errors then
         # name only the table's columns, and history records Spark's SQL text.
@@ -233,6 +237,7 @@ class DeltaTable:
             inline_threshold=inline_threshold,
             dv_file_target_size=dv_file_target_size,
             target_file_size=target_file_size,
+            time_zone=session_time_zone(spark),
         )
         parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
         prepared = (
@@ -313,7 +318,12 @@ class DeltaTable:
         if isinstance(condition, str):
             try:
                 return table.scan_tasks(
-                    None, condition, filter_rows=False, split_size=size, with_metadata=True
+                    None,
+                    condition,
+                    filter_rows=False,
+                    split_size=size,
+                    with_metadata=True,
+                    time_zone=session_time_zone(self._spark),
                 )
             except UnsupportedPredicateError:
                 pass  # outside deltadv's subset: Spark alone filters
@@ -481,7 +491,9 @@ def write_table(
     task's slot (its partition index), interleaved across the stage's tasks as
     Delta Spark's (``start + step * (index + k * tasks)``, the same values Delta
     Spark's append of the same partitions gives), and the commit raises their
-    high-water marks to the last values handed out."""
+    high-water marks to the last values handed out. Generated columns and CHECK constraints
+    read TIMESTAMPs in the session's ``spark.sql.session.timeZone``, as Delta
+    Spark does."""
     from deltadv.write import commit_files, write_files
 
     parts = list(partition_by or [])
@@ -490,6 +502,7 @@ def write_table(
     schema = to_arrow_schema(df.schema)
     _check_target(table_uri, mode, storage_options)
     tasks = stage_partitions(df)
+    time_zone = session_time_zone(df.sparkSession)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
@@ -509,6 +522,7 @@ def write_table(
             target_file_size=target_file_size,
             identity_slot=slot,
             identity_slots=slots,
+            time_zone=time_zone,
         )
         if adds:
             yield pa.record_batch([pa.array([json.dumps(a) for a in adds])], names=["add"])

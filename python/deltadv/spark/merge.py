@@ -43,7 +43,13 @@ import pyarrow.compute as pc
 
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
-from deltadv.spark._tasks import split_size, task_frame, task_slots, to_arrow_schema
+from deltadv.spark._tasks import (
+    session_time_zone,
+    split_size,
+    task_frame,
+    task_slots,
+    to_arrow_schema,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -722,6 +728,7 @@ class _SparkMerge:
             dv_file_target_size=options["dv_file_target_size"],
             target_file_size=options["target_file_size"],
             new_columns=self.new_columns,
+            time_zone=session_time_zone(self.spark),
         )
         parts = max(1, self.spark.sparkContext.defaultParallelism * 2)
         key = F.coalesce(
@@ -795,6 +802,7 @@ class _SparkMerge:
             read_files=None if self.plan.reads_whole_table else self.paths,
             inline_threshold=self.options["inline_threshold"],
             new_columns=self.new_columns,
+            time_zone=session_time_zone(self.spark),
             **self._source_keys(),
         )
 

@@ -118,6 +118,9 @@ pub struct WriterOptions {
     pub max_rows_per_file: Option<usize>,
     /// Rows per parquet row group (the parquet crate's default when None).
     pub row_group_rows: Option<usize>,
+    /// The session time zone generated columns and CHECK constraints read
+    /// instants in (Spark's `spark.sql.session.timeZone`; UTC by default).
+    pub time_zone: crate::expr::TimeZone,
 }
 
 impl Default for WriterOptions {
@@ -126,6 +129,7 @@ impl Default for WriterOptions {
             target_file_size: DEFAULT_TARGET_FILE_SIZE,
             max_rows_per_file: None,
             row_group_rows: None,
+            time_zone: crate::expr::TimeZone::utc(),
         }
     }
 }
@@ -224,7 +228,8 @@ impl DataWriter {
             &layout.configuration,
             layout.deletion_vectors,
         )?;
-        let rules = rules::RowRules::new(&layout.schema, &layout.configuration)?;
+        let rules =
+            rules::RowRules::new(&layout.schema, &layout.configuration, &options.time_zone)?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(options.row_group_rows.or(Some(1024 * 1024)))

@@ -15,7 +15,7 @@ use super::{arrow_error, invalid};
 use crate::error::{Error, Result};
 use crate::expr::relation::{eq_ci, Relation, Side};
 use crate::expr::rewrite::conjuncts;
-use crate::expr::{Binding, Expr, Predicate, ValueExpr};
+use crate::expr::{Binding, Expr, Predicate, TimeZone, ValueExpr};
 use crate::log::schema::{ColumnMappingMode, StructType};
 use crate::write::data::rules::{refuse_identity_insert, refuse_identity_update, ColumnValues};
 
@@ -32,6 +32,8 @@ pub(super) struct Clause {
 /// Everything bound, shared by the file tasks.
 pub(super) struct BoundMerge {
     pub(super) rel: Relation,
+    /// The time zone instants are read in.
+    zone: TimeZone,
     pub(super) keys_target: Vec<ValueExpr>,
     pub(super) keys_source: Vec<ValueExpr>,
     /// Per key, the target side as a column of the table (for pruning by
@@ -56,32 +58,35 @@ pub(super) struct BoundMerge {
     pub(super) values: ColumnValues,
 }
 
-fn bind_predicate(rel: &Relation, e: &Expr) -> Result<Predicate> {
-    Predicate::bind_expr(
+fn bind_predicate(rel: &Relation, e: &Expr, zone: &TimeZone) -> Result<Predicate> {
+    Predicate::bind_expr_in_zone(
         e,
         e.to_string(),
         &rel.schema,
         &[],
         ColumnMappingMode::None,
         Binding::Strict,
+        zone,
     )
 }
 
-fn bind_value(rel: &Relation, e: &Expr, text: String) -> Result<ValueExpr> {
-    ValueExpr::bind(e, text, &rel.schema, &[], ColumnMappingMode::None)
+fn bind_value(rel: &Relation, e: &Expr, text: String, zone: &TimeZone) -> Result<ValueExpr> {
+    ValueExpr::bind_in_zone(e, text, &rel.schema, &[], ColumnMappingMode::None, zone)
 }
 
 impl BoundMerge {
     /// `table` is the schema written (the snapshot's, or evolved with new
-    /// source columns); `table_fields` its Arrow fields.
+    /// source columns); `table_fields` its Arrow fields. Instants are read
+    /// in `zone` (Spark's session time zone).
     pub(super) fn new(
         plan: &MergePlan,
         target: &StructType,
         source: &StructType,
         table: &StructType,
         table_fields: Fields,
+        zone: &TimeZone,
     ) -> Result<BoundMerge> {
-        let mut bound = Self::condition(plan, target, source, table, table_fields)?;
+        let mut bound = Self::condition(plan, target, source, table, table_fields, zone)?;
         for (index, c) in plan.clauses().iter().enumerate() {
             let clause = bound.compile(plan, index, table)?;
             match c.kind {
@@ -104,6 +109,7 @@ impl BoundMerge {
         source: &StructType,
         table: &StructType,
         table_fields: Fields,
+        zone: &TimeZone,
     ) -> Result<BoundMerge> {
         let rel = Relation::new(target, source, plan.target_alias(), plan.source_alias())?;
         let condition = crate::expr::parse::parse(plan.predicate())?;
@@ -128,8 +134,8 @@ impl BoundMerge {
                 if let Some((t, s)) = pair {
                     key_columns
                         .push(Some(rel.strip_target(t)).filter(|e| matches!(e, Expr::Column(_))));
-                    keys_target.push(bind_value(&rel, t, t.to_string())?);
-                    keys_source.push(bind_value(&rel, s, s.to_string())?);
+                    keys_target.push(bind_value(&rel, t, t.to_string(), zone)?);
+                    keys_source.push(bind_value(&rel, s, s.to_string(), zone)?);
                     continue;
                 }
             }
@@ -156,9 +162,9 @@ impl BoundMerge {
             0 => None,
             1 => residual
                 .pop()
-                .map(|e| bind_predicate(&rel, &e))
+                .map(|e| bind_predicate(&rel, &e, zone))
                 .transpose()?,
-            _ => Some(bind_predicate(&rel, &Expr::And(residual))?),
+            _ => Some(bind_predicate(&rel, &Expr::And(residual), zone)?),
         };
         Ok(BoundMerge {
             rel,
@@ -174,7 +180,8 @@ impl BoundMerge {
             out_schema: change_schema(&table_fields),
             table_fields,
             dedupe: false,
-            values: ColumnValues::new(table)?,
+            values: ColumnValues::new(table, zone)?,
+            zone: zone.clone(),
         })
     }
 
@@ -213,13 +220,14 @@ impl BoundMerge {
             Some(text) => {
                 let e = scope(crate::expr::parse::parse(text)?);
                 check_side(&e, "condition")?;
-                Some(Predicate::bind_expr(
+                Some(Predicate::bind_expr_in_zone(
                     &e,
                     text.clone(),
                     &rel.schema,
                     &[],
                     ColumnMappingMode::None,
                     Binding::Strict,
+                    &self.zone,
                 )?)
             }
         };
@@ -255,7 +263,7 @@ impl BoundMerge {
                     _ => refuse_identity_insert(field)?,
                 }
             }
-            let value = bind_value(rel, &e, text)?;
+            let value = bind_value(rel, &e, text, &self.zone)?;
             value.check_assignable(name, &target)?;
             set.push((i, value, target));
         }

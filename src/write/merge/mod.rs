@@ -209,7 +209,7 @@ pub async fn commit_merge_changes<R: RecordBatchReader>(
 ) -> Result<DmlMetrics> {
     let started = Instant::now();
     let check = if merge_plan.checks_added_rows() {
-        remote_check(snapshot, merge_plan, source_keys, all_keys)
+        remote_check(snapshot, merge_plan, source_keys, all_keys, options)
             .ok()
             .flatten()
     } else {
@@ -232,6 +232,7 @@ fn remote_check<R: RecordBatchReader>(
     merge_plan: &MergePlan,
     source_keys: R,
     all_keys: bool,
+    options: &DmlOptions,
 ) -> Result<Option<InsertCheck>> {
     let shape = SourceShape::of(&source_keys.schema())?;
     let source = shape.delta.clone();
@@ -245,7 +246,14 @@ fn remote_check<R: RecordBatchReader>(
         .cloned()
         .collect();
     let table = snapshot.schema();
-    let plan = BoundMerge::condition(merge_plan, table, &source, table, table_fields)?;
+    let plan = BoundMerge::condition(
+        merge_plan,
+        table,
+        &source,
+        table,
+        table_fields,
+        &options.writer.time_zone,
+    )?;
     let needed = plan.target_columns();
     spec.columns = Some(
         table
@@ -307,6 +315,7 @@ pub async fn merge<R: RecordBatchReader>(
         &shape.delta,
         &table,
         table_fields,
+        &options.writer.time_zone,
     )?;
     // Read only the columns the MERGE needs (e.g. just the key for an upsert
     // whose UPDATE SET * assigns every column).
