@@ -111,7 +111,7 @@ pub enum Binding {
 }
 
 impl Predicate {
-    /// Parse `text` and bind it to a table's schema.
+    /// Parse `text` and bind it to a table's schema (instants read in UTC).
     pub fn new(
         text: &str,
         schema: &StructType,
@@ -119,18 +119,12 @@ impl Predicate {
         mode: ColumnMappingMode,
         binding: Binding,
     ) -> Result<Predicate> {
-        let expr = Expr::parse(text)?;
-        Self::bind_expr(
-            &expr,
-            text.to_string(),
-            schema,
-            partition_columns,
-            mode,
-            binding,
-        )
+        let utc = super::TimeZone::utc();
+        Self::new_in_zone(text, schema, partition_columns, mode, binding, &utc)
     }
 
-    /// Bind a filter (SQL text or a tree) to a table's schema.
+    /// Bind a filter (SQL text or a tree) to a table's schema (instants read
+    /// in UTC).
     pub fn bind(
         filter: &Filter,
         schema: &StructType,
@@ -138,12 +132,8 @@ impl Predicate {
         mode: ColumnMappingMode,
         binding: Binding,
     ) -> Result<Predicate> {
-        match filter {
-            Filter::Sql(text) => Self::new(text, schema, partition_columns, mode, binding),
-            Filter::Expr(e) => {
-                Self::bind_expr(e, e.to_string(), schema, partition_columns, mode, binding)
-            }
-        }
+        let utc = super::TimeZone::utc();
+        Self::bind_in_zone(filter, schema, partition_columns, mode, binding, &utc)
     }
 
     /// [`Predicate::bind`] with instants read in `zone` (see

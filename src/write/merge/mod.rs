@@ -226,6 +226,21 @@ pub async fn commit_merge_changes<R: RecordBatchReader>(
     .await
 }
 
+/// The scan of the MERGE's target (with the file path and row index
+/// columns) and the table's own fields in it (without those two).
+fn target_scan(snapshot: &Snapshot) -> Result<(ScanSpec, Fields)> {
+    let mut spec = ScanSpec::for_snapshot(snapshot, None);
+    spec.with_metadata_columns = true;
+    let table_fields: Fields = spec
+        .output_schema()?
+        .fields()
+        .iter()
+        .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
+        .cloned()
+        .collect();
+    Ok((spec, table_fields))
+}
+
 /// The [`InsertCheck`] of [`commit_merge_changes`].
 fn remote_check<R: RecordBatchReader>(
     snapshot: &Snapshot,
@@ -236,15 +251,7 @@ fn remote_check<R: RecordBatchReader>(
 ) -> Result<Option<InsertCheck>> {
     let shape = SourceShape::of(&source_keys.schema())?;
     let source = shape.delta.clone();
-    let mut spec = ScanSpec::for_snapshot(snapshot, None);
-    spec.with_metadata_columns = true;
-    let scan_schema = spec.output_schema()?;
-    let table_fields: Fields = scan_schema
-        .fields()
-        .iter()
-        .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
-        .cloned()
-        .collect();
+    let (mut spec, table_fields) = target_scan(snapshot)?;
     let table = snapshot.schema();
     let plan = BoundMerge::condition(
         merge_plan,
@@ -288,15 +295,7 @@ pub async fn merge<R: RecordBatchReader>(
     let dvs = check_can_rewrite(snapshot, options.delete.allow_copy_on_write)?;
     let merge_plan = MergePlan::new(spec)?;
     let shape = SourceShape::of(&source.schema())?;
-    let mut scan_spec = ScanSpec::for_snapshot(snapshot, None);
-    scan_spec.with_metadata_columns = true;
-    let scan_schema = scan_spec.output_schema()?;
-    let table_fields: Fields = scan_schema
-        .fields()
-        .iter()
-        .filter(|f| f.name() != FILE_PATH_COLUMN && f.name() != ROW_INDEX_COLUMN)
-        .cloned()
-        .collect();
+    let (mut scan_spec, table_fields) = target_scan(snapshot)?;
     let evolved = evolve(snapshot, spec, &merge_plan, &shape.delta)?;
     let (table, table_fields) = match &evolved {
         None => (snapshot.schema().clone(), table_fields),
