@@ -129,7 +129,7 @@ def slow_udf(marker: Path) -> Any:
         mark = marker / str(os.getpid())
         if not mark.exists():
             mark.write_text("")
-            time.sleep(8)
+            time.sleep(5)
         return x
 
     return udf(slow, "bigint")
