@@ -72,8 +72,12 @@ def test_create_append_overwrite_match_delta_spark(dspark: Any, tmp_path: Path) 
     # One commit per write, each one Delta Spark's history accepts.
     history, twin_history = _history(spark, ours), _history(spark, twin)
     assert [v for v, _, _ in history] == [0, 1, 2]
+    # The create: deltadv commits CREATE TABLE AS SELECT where Delta Spark's df.write
+    # records WRITE (mode ErrorIfExists); both with partitionBy [].
+    assert history[0][1] == "CREATE TABLE AS SELECT" and twin_history[0][1] == "WRITE"
+    assert history[0][2]["partitionBy"] == twin_history[0][2]["partitionBy"]
     assert history[1:] == twin_history[1:]  # WRITE, mode Append / Overwrite, partitionBy []
-    assert history[1][1] == "WRITE" and history[2][2]["mode"] == "'Overwrite'".strip("'")
+    assert history[1][1] == "WRITE" and history[2][2]["mode"] == "Overwrite"
     # The table was created with deletion vectors (deltadv's default).
     assert (
         DeltaTable(str(ours)).metadata()["configuration"]["delta.enableDeletionVectors"] == "true"
