@@ -206,3 +206,36 @@ def test_failed_task_leaves_no_commit_and_no_files(dspark: Any, tmp_path: Path) 
     assert not (tmp_path / "new" / "_delta_log").exists()
     assert _data_files(tmp_path / "new") == set()
     assert [r[0] for r in _rows(spark, ours)] == list(range(10))
+
+
+def test_replace_where_reads_timestamps_in_the_session_time_zone(
+    dspark: Any, tmp_path: Path
+) -> None:
+    spark = dspark
+    ours, twin = tmp_path / "ours", tmp_path / "twin"
+    # Hours around midnight in Los Angeles (08:00 UTC); the literal has no offset.
+    base = "TIMESTAMP '2024-01-01 00:00:00 UTC'"
+
+    def hours(start: int, end: int) -> Any:
+        return spark.range(start, end, 1, 2).selectExpr(
+            "id", f"{base} + make_interval(0, 0, 0, 0, CAST(id AS INT), 0, 0) AS ts"
+        )
+
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        _both(hours(0, 16), ours, twin, "error")
+        # Before midnight in Los Angeles: hours 0..7 UTC. Hours 8.. would violate it.
+        cut = "ts < TIMESTAMP '2024-01-01 00:00:00'"
+        _both(
+            hours(100, 108).selectExpr("id", "ts - INTERVAL 100 HOURS AS ts"),
+            ours,
+            twin,
+            "overwrite",
+            replaceWhere=cut,
+        )
+        assert _rows(spark, ours) == _rows(spark, twin)
+        assert sorted(r[0] for r in _rows(spark, ours)) == list(range(8, 16)) + list(
+            range(100, 108)
+        )
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")

@@ -142,7 +142,6 @@ from urllib.parse import urlparse
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceArrowWriter,
     DataSourceReader,
     EqualNullSafe,
     EqualTo,
@@ -159,6 +158,15 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
+
+try:  # the Arrow writer base class (PySpark 4.2 has it); without it, no df.write
+    from pyspark.sql.datasource import DataSourceArrowWriter
+except ImportError:  # pragma: no cover - older PySpark
+    from pyspark.sql.datasource import DataSourceWriter as DataSourceArrowWriter
+
+    _ARROW_WRITER = False
+else:
+    _ARROW_WRITER = True
 
 from deltadv import DeltaTable, ScanTask
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
@@ -860,6 +868,13 @@ def _writer(
     from deltadv.exceptions import TableAlreadyExistsError, TableNotFoundError
     from deltadv.write import prepare_create
 
+    if not _ARROW_WRITER:
+        import pyspark
+
+        raise NotImplementedError(
+            f'deltadv: df.write.format("deltadv") needs pyspark.sql.datasource.'
+            f"DataSourceArrowWriter, which PySpark {pyspark.__version__} lacks"
+        )
     uri = _table_uri(options)
     storage, configuration, parts, predicate, save_mode = _write_options(options)
     if predicate is not None and not overwrite:
