@@ -33,6 +33,7 @@ __all__ = [
     "prepare_create",
     "prepare_delete",
     "read_scan_task",
+    "remove_uncommitted",
     "rewrite_compact_task",
     "scan_task_schema",
     "write_deletion_vectors",
@@ -372,6 +373,9 @@ def commit_files(
     **options: Unpack[_WriteOptions],
 ) -> int:
     """Commit written data files (create or append); removes them on failure."""
+
+def remove_uncommitted(table_uri: str, storage_options: dict[str, str], adds: list[str]) -> None:
+    """Remove written data files (add actions as JSON) no commit references."""
 
 def prepare_create(schema_ipc: bytes, configuration: dict[str, str]) -> str:
     """The Delta schema (JSON) of a table to be created from files written

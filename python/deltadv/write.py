@@ -130,6 +130,7 @@ def write_files(
     table_schema: str | None = None,
     identity_slots: int | None = None,
     time_zone: str = "UTC",
+    predicate: str | None = None,
 ) -> list[dict[str, Any]]:
     """Write ``data`` (Arrow data, or an iterable of record batches with
     ``schema``) as data files of a table, WITHOUT committing them; returns
@@ -160,6 +161,10 @@ def write_files(
     ``delta.columnMapping.mode``) needs ``table_schema``, the schema of
     :func:`prepare_create` (the same for every writer and for
     :func:`commit_files`): the files then carry its physical names and ids.
+
+    With ``mode="overwrite"`` and ``predicate`` (``replaceWhere``), every row
+    must satisfy the predicate (ValueError otherwise, the files removed); give
+    :func:`commit_files` the same predicate.
     """
     adds = _core.write_files(
         table_uri,
@@ -177,6 +182,7 @@ def write_files(
         table_schema=table_schema,
         identity_slots=identity_slots,
         time_zone=time_zone,
+        predicate=predicate,
     )
     return [json.loads(a) for a in adds]
 
@@ -192,6 +198,8 @@ def commit_files(
     configuration: dict[str, str] | None = None,
     enable_deletion_vectors: bool = True,
     table_schema: str | None = None,
+    predicate: str | None = None,
+    time_zone: str = "UTC",
 ) -> int:
     """Commit data files already written under ``table_uri`` (``adds``: their add
     actions, e.g. from :func:`write_files`; deletion vectors allowed). With
@@ -211,7 +219,13 @@ def commit_files(
 
     ``table_schema`` (the schema of :func:`prepare_create`, given to every
     :func:`write_files` too) takes the place of ``schema`` when creating a
-    column-mapped table."""
+    column-mapped table.
+
+    ``mode="overwrite"`` replaces the table's rows by the files in one commit
+    (creating the table if absent), or with ``predicate`` (SQL text, Delta
+    Spark's ``replaceWhere``, read in ``time_zone`` as :func:`write_table`'s)
+    only the rows it matches; ``mode="ignore"`` commits nothing on an existing
+    table."""
     return _core.commit_files(
         table_uri,
         dict(storage_options or {}),
@@ -222,7 +236,21 @@ def commit_files(
         partition_by=list(partition_by or []),
         configuration=dict(configuration or {}),
         enable_deletion_vectors=enable_deletion_vectors,
+        predicate=predicate,
+        time_zone=time_zone,
     )
+
+
+def remove_files(
+    table_uri: str,
+    adds: Iterable[dict[str, Any]],
+    *,
+    storage_options: dict[str, str] | None = None,
+) -> None:
+    """Remove data files :func:`write_files` wrote (``adds``, their add actions)
+    for a write given up before :func:`commit_files`; files the table's latest
+    version references are kept."""
+    _core.remove_uncommitted(table_uri, dict(storage_options or {}), [json.dumps(a) for a in adds])
 
 
 def prepare_create(schema: pa.Schema, *, configuration: dict[str, str] | None = None) -> str:

@@ -174,6 +174,34 @@ pub fn commit_files(
     .map_err(to_py)
 }
 
+/// Remove data files written under the table root (`adds`, add actions as
+/// JSON, e.g. of `write_files`) that the table's latest version does not
+/// reference: the files of a distributed write given up before its commit.
+#[pyfunction]
+pub fn remove_uncommitted(
+    py: Python<'_>,
+    table_uri: &str,
+    storage_options: HashMap<String, String>,
+    adds: Vec<String>,
+) -> PyResult<()> {
+    py.detach(|| -> crate::Result<()> {
+        let store = TableStore::open(table_uri, &storage_options)?;
+        let paths = adds
+            .iter()
+            .map(|a| {
+                serde_json::from_str::<Add>(a)
+                    .map(|a| normalize_path(&a.path))
+                    .map_err(|source| crate::Error::Json {
+                        context: "add action".into(),
+                        source,
+                    })
+            })
+            .collect::<crate::Result<Vec<String>>>()?;
+        block_on(files::remove_uncommitted(&store, &paths))?
+    })
+    .map_err(to_py)
+}
+
 /// The Delta schema (JSON) of a table to be created with `configuration`
 /// from data files written apart: with column mapping, physical names and
 /// field ids decided once, for every `write_files` and the `commit_files`

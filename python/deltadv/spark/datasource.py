@@ -1,4 +1,5 @@
-"""``spark.read.format("deltadv")``: a PySpark Python data source over deltadv.
+"""``spark.read.format("deltadv")`` and ``df.write.format("deltadv")``: a PySpark
+Python data source over deltadv.
 
 Register it once per session, then read like any other format::
 
@@ -68,12 +69,73 @@ reuses the partitions the last pushed query planned, pruned by *that* query's
 filters, so rows are silently missing (``df.filter("part = 1").count()`` then
 ``df.count()`` counts only ``part = 1``). With pushdown on, call ``load()`` once per
 query. Without it the cached partitions are all the snapshot's files, always right.
+
+Writing: ``df.write.format("deltadv")`` (PySpark 4's Python data source writer)::
+
+    df.write.format("deltadv").mode("append").save(path)      # creates it if absent
+    df.write.format("deltadv").mode("overwrite").save(path)   # all rows replaced
+    df.write.format("deltadv").mode("overwrite").option("replaceWhere", "day = '2024-01-01'")
+    df.write.format("deltadv").mode("append").option("saveMode", "errorifexists") \
+        .option("partitionBy", "day").option("delta.enableChangeDataFeed", "true").save(path)
+
+Each Spark task streams its Arrow batches into :func:`deltadv.write.write_files` (data
+files written straight to the table's storage, its partition index the identity
+slot, in the session time zone Spark hands the task) and returns their add actions
+as its commit message; the driver commits them all once with
+:func:`deltadv.write.commit_files`, through deltadv's Rust transaction (one commit
+a write: ``WRITE`` with ``mode`` ``Append``/``Overwrite``, ``partitionBy`` and
+``predicate`` as Delta Spark's; a write that creates the table commits ``CREATE TABLE
+AS SELECT``, where Delta Spark's ``df.write`` records ``WRITE``). What the writer
+does is decided once, in :meth:`DeltaDVDataSource.writer`, against the table as it is:
+
+============================  =========================================================
+``mode("append")``            append; the table is created when absent (as Delta)
+``mode("overwrite")``         replace every row in one commit (create when absent);
+                              with ``replaceWhere`` (SQL text) only the rows it
+                              matches, and every new row must satisfy it
+``saveMode``                  ``errorifexists``/``error`` (TableAlreadyExistsError
+                              when the table exists) or ``ignore`` (write nothing
+                              when it exists), with ``mode("append")``: Spark 4.2
+                              passes a Python data source only an ``overwrite`` flag
+                              and refuses ``mode("error"/"errorifexists"/"ignore")``
+                              (the default mode too) itself, before deltadv runs, with
+                              ``[UNSUPPORTED_DATA_SOURCE_SAVE_MODE] The data source
+                              "deltadv" cannot be written in the "ErrorIfExists"
+                              mode``
+``partitionBy``               partition columns of a table created (comma-separated
+                              or a JSON list); on an existing table they must be its
+                              own. ``DataFrameWriter.partitionBy`` does not reach a
+                              Python data source: Spark refuses it (``requirement
+                              failed: The provided partitioning or clustering columns
+                              do not match the existing table's``)
+``delta.<property>``          a table property (``delta.enableChangeDataFeed``,
+                              ``delta.columnMapping.mode``, ``delta.feature.<name>``,
+                              ...) of a table the write creates (Spark lower-cases
+                              option keys; Delta's spelling is restored, an unknown
+                              property is an error). Deletion vectors are on unless
+                              ``delta.enableDeletionVectors`` is ``false``. On an
+                              existing table they are not applied
+``storage.<KEY>``, ``AWS_*``  storage options, as for reads
+============================  =========================================================
+
+A column-mapped table (``delta.columnMapping.mode`` ``name``/``id``) is created with
+the physical names and field ids :func:`deltadv.write.prepare_create` decides once,
+in ``writer()``, for every task and the commit. A task that fails removes the files
+it wrote; Spark then calls ``abort()``, which removes the files of the tasks that
+finished, so a failed write leaves no commit. A task attempt Spark kills mid-write
+(another task failed, a losing speculative attempt) is not reported to ``abort()``:
+its writer removes its files when its input breaks off, but a Python worker killed
+outright leaves them behind, unreferenced by any commit, until VACUUM. Identity
+values: each task hands them out in its own slot (``index << 33``, unique, not Delta
+Spark's interleaving: the writer does not know the stage's task count). Not supported:
+``mergeSchema``/``overwriteSchema`` and ``saveAsTable`` (no catalog).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -93,12 +155,22 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
     Not,
+    WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 
+try:  # the Arrow writer base class (PySpark 4.2 has it); without it, no df.write
+    from pyspark.sql.datasource import DataSourceArrowWriter
+except ImportError:  # pragma: no cover - older PySpark
+    from pyspark.sql.datasource import DataSourceWriter as DataSourceArrowWriter
+
+    _ARROW_WRITER = False
+else:
+    _ARROW_WRITER = True
+
 from deltadv import DeltaTable, ScanTask
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
-from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, pack, to_arrow_schema
+from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, pack, session_time_zone, to_arrow_schema
 from deltadv.spark._tasks import split_size as _session_split_size
 
 if TYPE_CHECKING:
@@ -107,9 +179,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_NAME",
     "DeltaDVChangeFeedReader",
+    "DeltaDVCommitMessage",
     "DeltaDVDataSource",
     "DeltaDVPlainReader",
     "DeltaDVReader",
+    "DeltaDVWriter",
     "filters_to_predicate",
     "register_data_source",
     "to_predicate",
@@ -359,6 +433,9 @@ class DeltaDVDataSource(DataSource):
     # mean size).
     _parallelism: int | None = None
     _max_partition_bytes: int = DEFAULT_SPLIT_SIZE
+    # The registering session's spark.sql.session.timeZone: what a write commits
+    # in when no task reported the zone it ran in (tasks read it from Spark).
+    _time_zone: str | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -404,6 +481,10 @@ class DeltaDVDataSource(DataSource):
         options["version"] = str(version)
         cls = DeltaDVReader if pushdown else DeltaDVPlainReader
         return cls(options, schema, packing)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DeltaDVWriter:
+        """``df.write.format("deltadv")``: see the module docs' "Writing"."""
+        return _writer(self.options, schema, overwrite, self._time_zone)
 
 
 def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
@@ -512,9 +593,334 @@ def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) 
     attrs = {
         "_parallelism": parallelism,
         "_max_partition_bytes": _session_split_size(spark),
+        "_time_zone": session_time_zone(spark),
         "__module__": __name__,
         "__doc__": DeltaDVDataSource.__doc__,
     }
     spark.dataSource.register(type("DeltaDVDataSource", (DeltaDVDataSource,), attrs))
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
+
+
+# --------------------------------------------------------------------------------------
+# df.write.format("deltadv"): the writer
+# --------------------------------------------------------------------------------------
+
+TIME_ZONE_CONF = "spark.sql.session.timeZone"
+PARTITION_BY_KEY = "partitionby"
+REPLACE_WHERE_KEY = "replacewhere"
+SAVE_MODE_KEY = "savemode"
+TABLE_PROPERTY_PREFIX = "delta."
+FEATURE_PREFIX = "delta.feature."
+WRITE_KEYS = frozenset({"path", PARTITION_BY_KEY, REPLACE_WHERE_KEY, SAVE_MODE_KEY})
+SAVE_MODES = ("error", "errorifexists", "ignore", "append")
+
+#: Delta Spark's table properties (DeltaConfigs) by their lower-case name: Spark
+#: hands a Python data source its options with lower-case keys, and Delta keeps a
+#: property under its canonical spelling (as Delta Spark's validateConfigurations).
+TABLE_PROPERTIES = {
+    p.lower(): p
+    for p in (
+        "delta.appendOnly",
+        "delta.autoOptimize.autoCompact",
+        "delta.autoOptimize.optimizeWrite",
+        "delta.checkpoint.writeStatsAsJson",
+        "delta.checkpoint.writeStatsAsStruct",
+        "delta.checkpointInterval",
+        "delta.checkpointPolicy",
+        "delta.columnMapping.mode",
+        "delta.compatibility.symlinkFormatManifest.enabled",
+        "delta.dataSkippingNumIndexedCols",
+        "delta.dataSkippingStatsColumns",
+        "delta.deletedFileRetentionDuration",
+        "delta.enableChangeDataFeed",
+        "delta.enableDeletionVectors",
+        "delta.enableExpiredLogCleanup",
+        "delta.enableIcebergCompatV1",
+        "delta.enableIcebergCompatV2",
+        "delta.enableInCommitTimestamps",
+        "delta.enableRowTracking",
+        "delta.enableTypeWidening",
+        "delta.isolationLevel",
+        "delta.logRetentionDuration",
+        "delta.minReaderVersion",
+        "delta.minWriterVersion",
+        "delta.randomizeFilePrefixes",
+        "delta.randomPrefixLength",
+        "delta.setTransactionRetentionDuration",
+        "delta.targetFileSize",
+        "delta.tuneFileSizesForRewrites",
+        "delta.universalFormat.enabledFormats",
+    )
+}
+#: Table features by lower-case name (``delta.feature.<name>`` = ``supported``).
+TABLE_FEATURES = {
+    f.lower(): f
+    for f in (
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "columnMapping",
+        "identityColumns",
+        "deletionVectors",
+        "rowTracking",
+        "timestampNtz",
+        "typeWidening",
+        "domainMetadata",
+        "v2Checkpoint",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "clustering",
+        "inCommitTimestamp",
+        "vacuumProtocolCheck",
+        "variantType",
+        "checkpointProtection",
+        "allowColumnDefaults",
+    )
+}
+
+
+def _table_property(key: str) -> str:
+    """The canonical name of the table property option ``key`` (lower case);
+    ValueError for one Delta does not know (as Delta Spark refuses it)."""
+    if key in TABLE_PROPERTIES:
+        return TABLE_PROPERTIES[key]
+    if key.startswith(FEATURE_PREFIX) and key[len(FEATURE_PREFIX) :] in TABLE_FEATURES:
+        return FEATURE_PREFIX + TABLE_FEATURES[key[len(FEATURE_PREFIX) :]]
+    raise ValueError(
+        f"deltadv: unknown table property option {key!r}; known: "
+        f"{sorted(TABLE_PROPERTIES.values())} and delta.feature.<name>"
+    )
+
+
+def _partition_by(text: str) -> list[str]:
+    """``partitionBy``: column names, comma-separated or a JSON list."""
+    text = text.strip()
+    if text.startswith("["):
+        import json
+
+        names = json.loads(text)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"deltadv: partitionBy must be a JSON list of names, not {text!r}")
+        return names
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _write_options(
+    options: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str], list[str], str | None, str | None]:
+    """The writer's options: storage options, table properties (``delta.*``),
+    partition columns, the replaceWhere predicate and the saveMode option."""
+    storage: dict[str, str] = {}
+    configuration: dict[str, str] = {}
+    unknown = []
+    for key, value in options.items():
+        k = key.lower()
+        if k.startswith(STORAGE_PREFIX) and len(k) > len(STORAGE_PREFIX):
+            storage[k[len(STORAGE_PREFIX) :].upper()] = value
+        elif k.startswith(STORAGE_KEY_PREFIXES):
+            storage[k.upper()] = value
+        elif k.startswith(TABLE_PROPERTY_PREFIX):
+            configuration[_table_property(k)] = value
+        elif k not in WRITE_KEYS:
+            unknown.append(key)
+    if unknown:
+        raise ValueError(
+            f"deltadv: unknown write option(s) {sorted(unknown)}; expected path, partitionBy, "
+            "replaceWhere, saveMode, delta.<table property>, storage.<KEY> or "
+            "AWS_*/AZURE_*/GOOGLE_* keys"
+        )
+    parts = _partition_by(options.get(PARTITION_BY_KEY, ""))
+    predicate = options.get(REPLACE_WHERE_KEY) or None
+    save_mode = options.get(SAVE_MODE_KEY)
+    if save_mode is not None:
+        save_mode = save_mode.strip().lower()
+        if save_mode == "default":
+            save_mode = "errorifexists"
+        if save_mode not in SAVE_MODES:
+            raise ValueError(
+                f"deltadv: saveMode must be one of {list(SAVE_MODES)}, not {save_mode!r}"
+            )
+    return storage, configuration, parts, predicate, save_mode
+
+
+@dataclass
+class DeltaDVCommitMessage(WriterCommitMessage):
+    """What one write task hands the commit: its files' add actions (JSON) and
+    the session time zone the task wrote in."""
+
+    adds: list[str]
+    time_zone: str | None
+
+
+class DeltaDVWriter(DataSourceArrowWriter):
+    """Writes each Spark task's rows as data files (:func:`deltadv.write.write_files`,
+    on the executors) and commits them all once (:func:`deltadv.write.commit_files`,
+    on the driver); :meth:`abort` removes the files of a write given up."""
+
+    def __init__(
+        self,
+        table_uri: str,
+        mode: str,
+        *,
+        skip: bool,
+        schema: pa.Schema,
+        table_schema: str | None,
+        partition_by: list[str],
+        storage_options: dict[str, str],
+        configuration: dict[str, str],
+        predicate: str | None,
+        time_zone: str | None,
+    ) -> None:
+        self.table_uri = table_uri
+        self.mode = mode  # "error" (create), "append" or "overwrite"
+        self.skip = skip  # saveMode ignore on an existing table: nothing written
+        self.schema = schema
+        self.table_schema = table_schema
+        self.partition_by = partition_by
+        self.storage_options = storage_options
+        self.configuration = configuration
+        self.predicate = predicate
+        self.time_zone = time_zone
+
+    def _enable_dvs(self) -> bool:
+        value = self.configuration.get("delta.enableDeletionVectors", "true")
+        return value.strip().lower() == "true"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaDVCommitMessage:
+        import itertools
+        import json
+
+        from pyspark import TaskContext
+
+        from deltadv.spark._tasks import task_slot
+        from deltadv.write import write_files
+
+        context = TaskContext.get()
+        zone = (context.getLocalProperty(TIME_ZONE_CONF) if context else None) or self.time_zone
+        if self.skip:
+            return DeltaDVCommitMessage([], zone)
+        first = next(iterator, None)
+        if first is None:
+            return DeltaDVCommitMessage([], zone)
+        data = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
+        adds = write_files(
+            self.table_uri,
+            data,
+            mode=self.mode,  # type: ignore[arg-type]
+            schema=None if self.table_schema else self.schema,
+            table_schema=self.table_schema,
+            partition_by=self.partition_by,
+            storage_options=self.storage_options,
+            configuration=self.configuration,
+            enable_deletion_vectors=self._enable_dvs(),
+            identity_slot=task_slot(),
+            time_zone=zone or "UTC",
+            predicate=self.predicate,
+        )
+        return DeltaDVCommitMessage([json.dumps(a) for a in adds], zone)
+
+    @staticmethod
+    def _adds(messages: Sequence[WriterCommitMessage | None]) -> list[dict[str, Any]]:
+        import json
+
+        return [
+            json.loads(a) for m in messages if isinstance(m, DeltaDVCommitMessage) for a in m.adds
+        ]
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from deltadv.write import commit_files
+
+        if self.skip:
+            return
+        zones = {m.time_zone for m in messages if isinstance(m, DeltaDVCommitMessage)}
+        zones.discard(None)
+        zone = zones.pop() if len(zones) == 1 else self.time_zone
+        commit_files(
+            self.table_uri,
+            self._adds(messages),
+            mode=self.mode,  # type: ignore[arg-type]
+            schema=None if self.table_schema else self.schema,
+            table_schema=self.table_schema,
+            partition_by=self.partition_by,
+            storage_options=self.storage_options,
+            configuration=self.configuration,
+            enable_deletion_vectors=self._enable_dvs(),
+            predicate=self.predicate,
+            time_zone=zone or "UTC",
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from deltadv.write import remove_files
+
+        adds = self._adds(messages)
+        if adds:
+            remove_files(self.table_uri, adds, storage_options=self.storage_options)
+
+
+def _writer(
+    options: Mapping[str, str], schema: StructType, overwrite: bool, time_zone: str | None
+) -> DeltaDVWriter:
+    """The writer for ``df.write.format("deltadv")``, its mode decided here, on the
+    driver, against the table as it is now."""
+    from deltadv.exceptions import TableAlreadyExistsError, TableNotFoundError
+    from deltadv.write import prepare_create
+
+    if not _ARROW_WRITER:
+        import pyspark
+
+        raise NotImplementedError(
+            f'deltadv: df.write.format("deltadv") needs pyspark.sql.datasource.'
+            f"DataSourceArrowWriter, which PySpark {pyspark.__version__} lacks"
+        )
+    uri = _table_uri(options)
+    storage, configuration, parts, predicate, save_mode = _write_options(options)
+    if predicate is not None and not overwrite:
+        raise ValueError('deltadv: option replaceWhere needs mode("overwrite")')
+    if save_mode is not None and overwrite:
+        raise ValueError(
+            f'deltadv: option saveMode={save_mode!r} goes with mode("append") '
+            '(Spark passes a Python data source only "append" or "overwrite")'
+        )
+    try:
+        existing: DeltaTable | None = DeltaTable(uri, storage_options=storage or None)
+    except TableNotFoundError:
+        existing = None
+    skip = False
+    if existing is not None:
+        if save_mode in ("error", "errorifexists"):
+            raise TableAlreadyExistsError(
+                f"a Delta table already exists at {existing.table_uri} "
+                f"(version {existing.version()})"
+            )
+        skip = save_mode == "ignore"
+        mode = "overwrite" if overwrite else "append"
+        table_parts = list(existing.metadata().get("partitionColumns") or [])
+        if parts and parts != table_parts and not skip:
+            raise ValueError(
+                f"deltadv: partitionBy {parts} differs from the table's partition columns "
+                f"{table_parts} at {existing.table_uri}"
+            )
+        configuration = {}  # table properties are set when the table is created
+    else:
+        mode = "overwrite" if overwrite else "error"  # Delta's append creates the table too
+    arrow_schema = to_arrow_schema(schema)
+    table_schema = None
+    mapping = configuration.get("delta.columnMapping.mode", "none").strip().lower()
+    if existing is None and mapping != "none":
+        # Physical names and field ids decided once, for every task and the commit.
+        table_schema = prepare_create(arrow_schema, configuration=configuration)
+    return DeltaDVWriter(
+        uri,
+        mode,
+        skip=skip,
+        schema=arrow_schema,
+        table_schema=table_schema,
+        partition_by=parts,
+        storage_options=storage,
+        configuration=configuration,
+        predicate=predicate,
+        time_zone=time_zone,
+    )
