@@ -98,7 +98,7 @@ from pyspark.sql.types import StructType
 
 from deltadv import DeltaTable, ScanTask
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
-from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, pack, to_arrow_schema
+from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, default_parallelism, pack, to_arrow_schema
 from deltadv.spark._tasks import split_size as _session_split_size
 
 if TYPE_CHECKING:
@@ -505,10 +505,7 @@ def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) 
     The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
     read here and kept on the registered class: reads pack their scan tasks into
     partitions with them, as Spark packs files."""
-    try:
-        parallelism: int | None = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect: no SparkContext on the client
-        parallelism = None
+    parallelism: int | None = default_parallelism(spark)
     attrs = {
         "_parallelism": parallelism,
         "_max_partition_bytes": _session_split_size(spark),
