@@ -20,8 +20,8 @@ def ops(spark, path):
 
     from deltadv import spark as dspark
 
-    def clean(metrics):  # the metrics, times left out
-        return {k: v for k, v in metrics.items() if "time" not in k and not k.endswith("_ms")}
+    def clean(metrics):  # row counts (file layouts follow the twins' random file names)
+        return {k: v for k, v in metrics.items() if "rows" in k or k in ("version", "operation")}
 
     out = {}
     read = dspark.read(spark, path, filter="id % 7 = 0").select("id").collect()
@@ -101,7 +101,9 @@ def test_every_entry_point_on_spark_connect(
     )
     merged = expected["merge"]
     assert merged["num_target_rows_updated"] == len([i for i in range(590, 600) if i % 5])
-    assert merged["num_target_rows_inserted"] == 20
+    assert merged["num_target_rows_inserted"] == len(
+        [i for i in range(590, 620) if i >= N or i % 5 == 0]
+    )
     operations = set(expected["history"])
     assert {"DELETE", "UPDATE", "MERGE", "RESTORE", "OPTIMIZE", "REORG"} <= operations
     # Delta Spark reads both tables row for row, and the restored version 1
