@@ -256,8 +256,9 @@ def stage_partitions(df: Any) -> int | None:
         if exchange.group(1) == "SinglePartition":
             n = 1
         else:
-            count = re.search(r", (\d+)\)(?:, \w+)?(?: \[plan_id=\d+\])?\s*$", exchange.group(0))
-            count = count or re.search(r"\((\d+)\)", exchange.group(0))
+            # hashpartitioning(k#1L, 4), RoundRobinPartitioning(3), ...: the last
+            # argument of the partitioning is its number of partitions
+            count = re.match(r"Exchange \w+\((?:.*, )?(\d+)\)", exchange.group(0))
             n = int(count.group(1)) if count else None
     else:
         try:
