@@ -53,9 +53,9 @@ def table_demo(root: Path, spark: bool) -> None:
         SparkSession.builder.master("local[2]")
         .appName("deltadv-demo")
         .config("spark.ui.enabled", "false")
+        .config("spark.log.level", "ERROR")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
     try:
         from deltadv import spark as dspark
 

@@ -86,3 +86,54 @@ def delta_spark(spark: Any) -> Any:
             pytest.fail(message)
         pytest.skip(message)
     return spark
+
+
+@pytest.fixture(scope="session")
+def spark_connect(delta_spark: Any) -> Any:
+    """A Spark Connect server for the whole test session, inside the JVM of the
+    classic ``delta_spark`` session (one JVM, one filesystem, Delta Spark loaded:
+    the oracle reads what Connect clients write). Its value runs a Python script
+    as a Connect client in a subprocess (PySpark's ``functions`` pick classic or
+    Connect columns per process, so a client cannot share the classic session's
+    process): ``run(script, **args)`` -> the script's stdout parsed as JSON; the
+    script finds the session as ``spark`` and ``args`` as ``ARGS`` (read from
+    its stdin: storage options stay off command lines)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = delta_spark._jsc.sc()
+    context.conf().set("spark.connect.grpc.binding.address", "127.0.0.1")
+    context.conf().set("spark.connect.grpc.binding.port", str(port))
+    service = delta_spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    service.start(context)
+    url = f"sc://127.0.0.1:{port}"
+    prelude = (
+        "import json, sys\n"
+        "from pyspark.sql import SparkSession\n"
+        f"spark = SparkSession.builder.remote({url!r}).getOrCreate()\n"
+        "ARGS = json.loads(sys.stdin.read())\n"
+    )
+
+    def run(script: str, **args: Any) -> Any:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT / "python"), *filter(None, [env.get("PYTHONPATH")])]
+        )
+        env["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        done = subprocess.run(
+            [sys.executable, "-c", prelude + script],
+            input=json.dumps(args),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-6000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    return run

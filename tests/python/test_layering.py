@@ -186,10 +186,14 @@ def test_the_parquet_check_sees_a_writer() -> None:
 # of deltadv must be public.
 GLUE = tuple(sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "spark").glob("*.py")))
 GLUE_OWN_PREFIX = "deltadv.spark"
-#: PySpark's own handles on the JVM (py4j): private to PySpark, but the only way
-#: to read a plan or a session setting on classic Spark; the glue falls back when
-#: they are missing (Spark Connect).
-PYSPARK_HANDLES = frozenset({"_jdf", "_jsparkSession", "_jvm", "_jsc"})
+#: PySpark's handles on the JVM (py4j) and the SparkContext: none of them exists
+#: on Spark Connect, so python/deltadv uses none (issue 26): settings come from
+#: ``spark.conf``, plans from ``explain``, task rows from ``spark.range``.
+JVM_HANDLES = frozenset({"_jdf", "_jsparkSession", "_jvm", "_jsc", "_jc", "sparkContext"})
+#: The one exception, (module, function) -> handles: the DELETE/UPDATE condition's
+#: resolved SQL for the history on classic Spark (no public API gives it; on Spark
+#: Connect a string condition is recorded as given, a Column refused).
+JVM_ALLOWED = {("spark/dml.py", "_condition_sql"): {"_jdf"}}
 
 
 def _is_glue_own(module: str) -> bool:
@@ -218,8 +222,8 @@ def _private_uses(source: str) -> list[str]:
                 continue
             if node.attr.startswith("__") and node.attr.endswith("__"):
                 continue
-            if node.attr in PYSPARK_HANDLES:
-                continue
+            if node.attr in JVM_HANDLES:
+                continue  # checked by test_no_jvm_handles_in_deltadv
             found.append(f".{node.attr}")
     return found
 
@@ -247,9 +251,62 @@ def test_the_public_api_check_sees_private_uses() -> None:
     assert _private_uses("from deltadv.spark._tasks import pack\n") == []
     # another object's private attribute (the old MERGE builder's ``dt._table``)
     assert _private_uses("def f(dt):\n    return dt._table.version()\n") == ["._table"]
-    # its own attributes, dunders and PySpark's JVM handles are fine
+    # its own attributes and dunders are fine (JVM handles: test_no_jvm_handles_in_deltadv)
     ok = "def f(self, df):\n    return self._x, df.__class__, df._jdf\n"
     assert _private_uses(ok) == []
+
+
+def _jvm_uses(source: str) -> list[tuple[str, str]]:
+    """(function, handle) for each JVM handle ``source`` touches (``x._jdf``,
+    ``spark.sparkContext``, ...) and each import of py4j; function "" at module level."""
+    found: list[tuple[str, str]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Attribute) and node.attr in JVM_HANDLES:
+            found.append((function, node.attr))
+        elif isinstance(node, ast.Import):
+            found.extend((function, "py4j") for a in node.names if a.name.split(".")[0] == "py4j")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "py4j":
+            found.append((function, "py4j"))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_no_jvm_handles_in_deltadv() -> None:
+    """Spark Connect everywhere (issue 26): no SparkContext, py4j or JVM handle in
+    python/deltadv, the one allowance apart."""
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert any(m.name == "_tasks.py" for m in modules)
+    seen: set[tuple[str, str]] = set()
+    for path in modules:
+        name = path.relative_to(PACKAGE).as_posix()
+        for function, handle in _jvm_uses(path.read_text()):
+            allowed = JVM_ALLOWED.get((name, function), set())
+            assert handle in allowed, f"{name}: {function or '<module>'} uses {handle}"
+            seen.add((name, function))
+    assert seen == set(JVM_ALLOWED), "a stale allowance"
+
+
+def test_the_jvm_check_sees_handles() -> None:
+    bad = (
+        "import py4j.java_gateway\n"
+        "def f(spark, df):\n"
+        "    return spark.sparkContext.defaultParallelism, df._jdf, spark._jsparkSession\n"
+        "x = spark._jvm\n"
+    )
+    assert _jvm_uses(bad) == [
+        ("", "py4j"),
+        ("f", "sparkContext"),
+        ("f", "_jdf"),
+        ("f", "_jsparkSession"),
+        ("", "_jvm"),
+    ]
+    assert _jvm_uses("def f(spark):\n    return spark.conf.get('spark.master')\n") == []
 
 
 # --- no import cycle in python/deltadv ------------------------------------------------

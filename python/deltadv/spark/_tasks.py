@@ -6,6 +6,7 @@ partitions as Spark packs files, the DataFrame of task rows, and the
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +34,71 @@ def to_arrow_schema(schema: StructType) -> pa.Schema:
     return convert(schema)
 
 
+def byte_size(text: str) -> int:
+    """A Spark byte-size setting (``"128MB"``, ``"10m"``, ``"134217728"``, ``"-1"``)
+    in bytes, as Spark's ``JavaUtils.byteStringAsBytes`` reads it."""
+    match = re.fullmatch(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _BYTE_UNITS:
+        raise ValueError(f"a byte size such as '128MB' or '134217728', got {text!r}")
+    return int(match.group(1)) * _BYTE_UNITS[unit]
+
+
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    **{u: 1024**i for i, u in enumerate(("k", "m", "g", "t", "p"), 1)},
+    **{u + "b": 1024**i for i, u in enumerate(("k", "m", "g", "t", "p"), 1)},
+}
+
+
+def conf_bytes(spark: Any, key: str, default: int) -> int:
+    """The session's byte-size setting ``key`` through ``spark.conf`` (classic and
+    Spark Connect alike), ``default`` (Spark's documented default) where unset."""
+    value = spark.conf.get(key, None)
+    return default if value is None else byte_size(str(value))
+
+
 def split_size(spark: Any) -> int:
-    """Spark's own target split size (``spark.sql.files.maxPartitionBytes``)."""
-    try:
-        return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
-    except Exception:  # Spark Connect or an older API: the documented default
-        return DEFAULT_SPLIT_SIZE
+    """Spark's own target split size (``spark.sql.files.maxPartitionBytes``,
+    128 MiB where unset)."""
+    return conf_bytes(spark, "spark.sql.files.maxPartitionBytes", DEFAULT_SPLIT_SIZE)
+
+
+#: Spark's default ``spark.sql.autoBroadcastJoinThreshold``.
+DEFAULT_BROADCAST_THRESHOLD = 10 * 1024 * 1024
+
+
+def broadcast_threshold(spark: Any) -> int:
+    """``spark.sql.autoBroadcastJoinThreshold`` in bytes (10 MiB where unset; -1:
+    never broadcast)."""
+    return conf_bytes(spark, "spark.sql.autoBroadcastJoinThreshold", DEFAULT_BROADCAST_THRESHOLD)
+
+
+def default_parallelism(spark: Any) -> int:
+    """How many partitions Spark gives a leaf of local rows or a ``range``
+    (``SparkSession.leafNodeDefaultParallelism``), read without a SparkContext so
+    that it works on Spark Connect too: ``spark.sql.leafNodeDefaultParallelism``,
+    else ``spark.default.parallelism``, else the cores of a ``local[N]`` master
+    (``local[*]``: this machine's), else measured: the partitions of a
+    ``spark.range`` (one small job, no shuffle: its last row's partition)."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    for key in ("spark.sql.leafNodeDefaultParallelism", "spark.default.parallelism"):
+        value = spark.conf.get(key, None)
+        if value is not None:
+            return max(1, int(value))
+    master = str(spark.conf.get("spark.master", None) or "")
+    local = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master)
+    if local is not None:
+        cores = local.group(1)
+        if cores is None:
+            return 1
+        return max(1, os.cpu_count() or 1) if cores == "*" else max(1, int(cores))
+    last = spark.range(0, 1 << 16).select(F.spark_partition_id()).tail(1)
+    return int(last[0][0]) + 1 if last else 1
 
 
 def session_time_zone(spark: Any) -> str:
@@ -77,18 +137,43 @@ def pack(sizes: Sequence[int], split_size: int, parallelism: int) -> list[list[i
 def task_frame(
     spark: Any, rows: list[tuple[Any, ...]], schema: str, sizes: Sequence[int] | None = None
 ) -> Any:
-    """A DataFrame of ``rows`` (task descriptions, never credentials), distributed
-    with ``parallelize``: no shuffle, so nothing of the work is written to Spark's
-    local disks on the way to the executors. Without ``sizes``, one row per
-    partition; with them (bytes each task reads), rows packed into partitions
-    as Spark packs files (``pack``), so many small files make few Spark tasks."""
-    sc = spark.sparkContext
+    """A DataFrame of ``rows`` (task descriptions, never credentials), one Spark
+    partition per group of rows, without a SparkContext (Spark Connect too) and
+    without a shuffle, so nothing of the work is written to Spark's local disks
+    on the way to the executors: ``spark.range(groups, numPartitions=groups)``,
+    each partition's one id turned into its group's rows by ``mapInArrow`` (the
+    groups travel in its pickled function, in the stage's broadcast task
+    binary). Without ``sizes``, one row a partition; with them (bytes each task
+    reads), rows packed into partitions as Spark packs files (``pack``), so many
+    small files make few Spark tasks. ``schema``: ``"name type, ..."`` with
+    types ``string``, ``int`` or ``bigint``."""
+    fields = []
+    for part in schema.split(","):
+        name, _, kind = part.strip().partition(" ")
+        if kind.strip() not in _ARROW_TYPES:
+            raise ValueError(f"task_frame: a column type of {sorted(_ARROW_TYPES)}, got {part!r}")
+        fields.append(pa.field(name, _ARROW_TYPES[kind.strip()]))
+    arrow_schema = pa.schema(fields)
     if sizes is None:
-        return spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), schema)
-    groups = pack(sizes, split_size(spark), sc.defaultParallelism)
+        groups = [[i] for i in range(len(rows))]
+    else:
+        groups = pack(sizes, split_size(spark), default_parallelism(spark))
     packed = [[rows[i] for i in g] for g in groups]
-    rdd = sc.parallelize(packed, max(1, len(packed))).flatMap(lambda group: group)
-    return spark.createDataFrame(rdd, schema)
+
+    def emit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for group in batch.column("id").to_pylist():
+                columns = list(zip(*packed[group], strict=True)) or [() for _ in arrow_schema]
+                yield pa.record_batch(
+                    [pa.array(c, f.type) for c, f in zip(columns, arrow_schema, strict=True)],
+                    schema=arrow_schema,
+                )
+
+    n = max(1, len(packed))
+    return spark.range(0, len(packed), 1, n).mapInArrow(emit, schema)
+
+
+_ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
 
 
 #: The column of task rows that holds each task's JSON.
@@ -146,24 +231,42 @@ def task_slots(count: int | None) -> tuple[int | None, int | None]:
     return slot, count if count is not None and slot < count else None
 
 
+def explain_text(df: Any, mode: str) -> str:
+    """What ``df.explain(mode=mode)`` prints (classic and Spark Connect alike)."""
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        df.explain(mode=mode)
+    return text.getvalue()
+
+
 def stage_partitions(df: Any) -> int | None:
     """How many tasks a narrow stage over ``df`` (``mapInArrow``) runs: the
-    partitions of its physical plan (a task whose index turns out past it takes
-    a slot of unknown count, see :func:`task_slots`); None when Spark does not
-    say."""
-    try:
-        execution = df._jdf.queryExecution()
-        plan = execution.executedPlan()
-        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-            # Adaptive execution plans its stages when they run: the partitions
-            # its input plan promises (it may coalesce them, never add).
-            n = int(plan.inputPlan().outputPartitioning().numPartitions())
+    partitions of the first exchange of its physical plan (adaptive execution may
+    coalesce them, never add), else of its RDD (classic Spark: built, not
+    computed) or its ``Range``'s splits; None when Spark does not say (a task
+    whose index turns out past it takes a slot of unknown count, see
+    :func:`task_slots`)."""
+    physical = explain_text(df, "simple")
+    exchange = re.search(r"Exchange (\w+)(\(.*)?", physical)
+    n: int | None = None
+    if exchange is not None:
+        if exchange.group(1) == "SinglePartition":
+            n = 1
         else:
-            # No stages to run first: the RDD is built, not computed.
-            n = int(execution.toRdd().getNumPartitions())
-    except Exception:  # internal APIs: without them, slots of unknown count
-        return None
-    return n if n > 0 else None
+            # hashpartitioning(k#1L, 4), RoundRobinPartitioning(3), ...: the last
+            # argument of the partitioning is its number of partitions
+            count = re.match(r"Exchange \w+\((?:.*, )?(\d+)\)", exchange.group(0))
+            n = int(count.group(1)) if count else None
+    else:
+        try:
+            n = int(df.rdd.getNumPartitions())
+        except Exception:  # Spark Connect: no RDDs; a range says its splits
+            splits = re.findall(r"Range \(.*splits=(\d+)\)", physical)
+            n = int(splits[0]) if len(splits) == 1 else None
+    return n if n is not None and n > 0 else None
 
 
 def change_writer(task: ChangeTask) -> Body:

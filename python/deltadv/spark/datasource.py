@@ -170,7 +170,13 @@ else:
 
 from deltadv import DeltaTable, ScanTask
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
-from deltadv.spark._tasks import DEFAULT_SPLIT_SIZE, pack, session_time_zone, to_arrow_schema
+from deltadv.spark._tasks import (
+    DEFAULT_SPLIT_SIZE,
+    default_parallelism,
+    pack,
+    session_time_zone,
+    to_arrow_schema,
+)
 from deltadv.spark._tasks import split_size as _session_split_size
 
 if TYPE_CHECKING:
@@ -586,10 +592,7 @@ def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) 
     The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
     read here and kept on the registered class: reads pack their scan tasks into
     partitions with them, as Spark packs files."""
-    try:
-        parallelism: int | None = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect: no SparkContext on the client
-        parallelism = None
+    parallelism: int | None = default_parallelism(spark)
     attrs = {
         "_parallelism": parallelism,
         "_max_partition_bytes": _session_split_size(spark),

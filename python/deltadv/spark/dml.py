@@ -27,6 +27,7 @@ from deltadv.spark._tasks import (
     TASK_COLUMN,
     change_writer,
     compact_runner,
+    default_parallelism,
     session_time_zone,
     split_size,
     stage_partitions,
@@ -136,7 +137,7 @@ class DeltaTable:
         delete_task = table.delete_task(
             files, inline_threshold=inline_threshold, dv_file_target_size=dv_file_target_size
         )
-        parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        parts = max(1, min(len(files), default_parallelism(spark) * 2))
 
         def write_dvs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             by_file: dict[str, list[int]] = {}
@@ -239,7 +240,7 @@ class DeltaTable:
             target_file_size=target_file_size,
             time_zone=session_time_zone(spark),
         )
-        parts = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+        parts = max(1, min(len(files), default_parallelism(spark) * 2))
         prepared = (
             rows.repartition(parts, "_file_path")
             .mapInArrow(change_writer(change_task), "prepared string")
@@ -463,10 +464,20 @@ def _condition_sql(spark: SparkSession, table: _LocalTable, condition: str | Col
     schema = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True)
     column = F.expr(condition) if isinstance(condition, str) else condition
     frame = spark.createDataFrame([], schema).filter(column)
-    try:
-        return str(frame._jdf.queryExecution().analyzed().condition().sql())
-    except Exception:  # Spark Connect: no JVM plan to ask; the text as given
-        return condition if isinstance(condition, str) else str(column)
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        # Spark Connect: no resolved expression to ask for its SQL. The
+        # condition is analyzed (unknown columns fail here), the text as given.
+        frame.schema  # noqa: B018 (analyzes the plan on the server)
+        if isinstance(condition, str):
+            return condition
+        raise TypeError(
+            "on Spark Connect the condition's SQL text cannot be read from a Column "
+            f"(for the table's history): pass it as a SQL string, got {column!r}"
+        )
+    # Classic Spark: the one remaining read of a JVM plan in the glue (see
+    # tests/python/test_layering.py): the resolved condition's SQL, as Delta
+    # Spark records it.
+    return str(frame._jdf.queryExecution().analyzed().condition().sql())
 
 
 def write_table(

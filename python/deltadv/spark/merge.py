@@ -44,6 +44,9 @@ import pyarrow.compute as pc
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
 from deltadv.spark._tasks import (
+    broadcast_threshold,
+    default_parallelism,
+    explain_text,
     session_time_zone,
     split_size,
     task_frame,
@@ -81,63 +84,116 @@ def column_expressions(table: _LocalTable) -> tuple[dict[str, str], dict[str, st
     return generated, defaults
 
 
+#: Plan nodes that keep their child's column qualifiers (an alias under them still
+#: names the frame's columns).
+_QUALIFIER_KEEPING = {
+    "Filter",
+    "Sort",
+    "GlobalLimit",
+    "LocalLimit",
+    "Offset",
+    "Sample",
+    "Distinct",
+    "Deduplicate",
+    "Repartition",
+    "RepartitionByExpression",
+    "ResolvedHint",
+}
+
+
+def _analyzed_lines(df: DataFrame) -> list[str]:
+    """The lines of ``df``'s analyzed plan as ``explain(mode="extended")`` prints it
+    (classic and Spark Connect alike), its schema line left out."""
+    text = explain_text(df, "extended")
+    section = text.split("== Analyzed Logical Plan ==", 1)[-1]
+    section = section.split("== Optimized Logical Plan ==", 1)[0]
+    return [line for line in section.strip("\n").splitlines()[1:] if line.strip()]
+
+
 def _alias_of(df: DataFrame) -> str | None:
-    """The alias of ``df`` (``df.alias("s")``), read from its plan (classic Spark)."""
-    try:
-        plan = df._jdf.queryExecution().logical()
-        if plan.getClass().getSimpleName() == "SubqueryAlias":
-            return str(plan.alias())
-        # Under a limit, filter, ...: the qualifier all its columns share.
-        output = df._jdf.queryExecution().analyzed().output()
-        qualifiers = set()
-        for i in range(output.size()):
-            q = output.apply(i).qualifier()
-            qualifiers.add(str(q.last()) if q.nonEmpty() else None)
-        if len(qualifiers) == 1 and None not in qualifiers:
-            return qualifiers.pop()
-    except Exception:  # Spark Connect: no JVM plan
-        return None
+    """The alias of ``df`` (``df.alias("s")``), read from its analyzed plan: the
+    top node's alias, or that under filters, limits, sorts, ... (which keep the
+    alias's qualifier on all columns). None when there is none."""
+    for line in _analyzed_lines(df):
+        node = re.sub(r"^[\s:|+-]*", "", line)
+        kind = node.split(" ", 1)[0]
+        if kind == "SubqueryAlias":
+            name = node.split(" ", 1)[1].strip() if " " in node else ""
+            return name.rsplit(".", 1)[-1].strip("`") or None
+        if kind not in _QUALIFIER_KEEPING:
+            return None
     return None
 
 
-def _text(c: str | Column | None) -> str | None:
-    return None if c is None else c if isinstance(c, str) else str(c)
+def _conjuncts(text: str) -> list[str]:
+    """The top-level AND operands of a printed condition (outer parentheses off)."""
+    text = text.strip()
+    while text.startswith("(") and _closing(text, 0) == len(text) - 1:
+        text = text[1:-1].strip()
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and text.startswith(" AND ", i):
+            parts.append(text[start:i])
+            start = i + 5
+            i += 5
+            continue
+        i += 1
+    parts.append(text[start:])
+    if len(parts) == 1:
+        return parts
+    return [c for p in parts for c in _conjuncts(p)]
+
+
+def _closing(text: str, at: int) -> int:
+    depth = 0
+    for i in range(at, len(text)):
+        depth += text[i] == "("
+        depth -= text[i] == ")"
+        if depth == 0:
+            return i
+    return -1
+
+
+_ATTRIBUTE = re.compile(r"^(?:cast\()*([^\s#()]+)#(\d+)L?(?: as [^()]+\))*$")
 
 
 def _key_values(joined: DataFrame, local: pa.Table, readable: set[str]) -> dict[str, Any]:
     """For the equalities ``target.col = source.col`` among the top-level ANDs of
-    the analyzed join condition: target column -> the distinct values of the
-    source column in ``local`` (the small source, collected). Empty when there
-    are none, or on Spark Connect (no JVM plan to read)."""
-    try:
-        plan = joined._jdf.queryExecution().analyzed()
-        if plan.getClass().getSimpleName() != "Join" or plan.condition().isEmpty():
-            return {}
-        left = plan.left().output()
-        target_ids = {left.apply(i).exprId().id() for i in range(left.size())}
-        pairs: list[tuple[str, str]] = []
-        todo = [plan.condition().get()]
-        while todo:
-            e = todo.pop()
-            kind = e.getClass().getSimpleName()
-            if kind == "And":
-                todo += [e.left(), e.right()]
-                continue
-            if kind != "EqualTo":
-                continue
-            sides = []
-            for side in (e.left(), e.right()):
-                while side.getClass().getSimpleName() == "Cast":
-                    side = side.child()
-                if side.getClass().getSimpleName() != "AttributeReference":
-                    break
-                sides.append((side.exprId().id() in target_ids, str(side.name())))
-            if len(sides) == 2 and sides[0][0] != sides[1][0]:
-                t, src = (sides[0][1], sides[1][1]) if sides[0][0] else (sides[1][1], sides[0][1])
-                if t in readable:
-                    pairs.append((t, src))
-    except Exception:  # Spark Connect, or a plan shape not recognized: no pushdown
+    the analyzed join condition (read from ``explain``, classic and Spark Connect
+    alike): target column -> the distinct values of the source column in
+    ``local`` (the small source, collected). Empty when there are none or the
+    plan's shape is not recognized (no pushdown then; the MERGE is the same)."""
+    lines = _analyzed_lines(joined)
+    if not lines or not lines[0].startswith("Join "):
         return {}
+    head = lines[0]
+    condition = head.split(", ", 1)[1] if ", " in head else ""
+    # the left child's subtree: the lines up to the right child's ("+- ")
+    left_text = []
+    for line in lines[1:]:
+        if line.startswith("+- "):
+            break
+        left_text.append(line)
+    target_ids = set(re.findall(r"#(\d+)", "\n".join(left_text)))
+    pairs: list[tuple[str, str]] = []
+    for part in _conjuncts(condition):
+        part = part.strip()
+        if part.startswith("(") and _closing(part, 0) == len(part) - 1:
+            part = part[1:-1]
+        sides = part.split(" = ")
+        if len(sides) != 2:
+            continue
+        found = [_ATTRIBUTE.match(side.strip()) for side in sides]
+        if not all(found):
+            continue
+        (a, b) = [(f.group(2) in target_ids, f.group(1)) for f in found if f]
+        if a[0] != b[0]:
+            t, src = (a[1], b[1]) if a[0] else (b[1], a[1])
+            if t in readable:
+                pairs.append((t, src))
     out: dict[str, Any] = {}
     names = {n.lower(): n for n in local.column_names}
     for t, src in pairs:
@@ -146,6 +202,10 @@ def _key_values(joined: DataFrame, local: pa.Table, readable: set[str]) -> dict[
             continue
         out[t] = pc.drop_null(pc.unique(local.column(column))).to_pylist()
     return out
+
+
+def _text(c: str | Column | None) -> str | None:
+    return None if c is None else c if isinstance(c, str) else str(c)
 
 
 def _target_rows(
@@ -730,7 +790,7 @@ class _SparkMerge:
             new_columns=self.new_columns,
             time_zone=session_time_zone(self.spark),
         )
-        parts = max(1, self.spark.sparkContext.defaultParallelism * 2)
+        parts = max(1, default_parallelism(self.spark) * 2)
         key = F.coalesce(
             F.col("_file_path"),
             F.hash(*[F.col(f"`{f.name}`") for f in self.fields]).cast("string"),
@@ -862,20 +922,21 @@ class _SparkMerge:
 
 
 def _estimated_bytes(df: DataFrame) -> int | None:
-    """Spark's size estimate of ``df`` (classic Spark), or None."""
-    try:
-        # py4j hands a Scala BigInt over as a Python int (older bridges: an object).
-        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:
+    """Spark's size estimate of ``df``: the ``sizeInBytes`` of its optimized plan,
+    read from ``explain(mode="cost")`` (classic and Spark Connect alike; shown in
+    units of 1024 with one decimal, so within 0.05 of a unit), or None."""
+    text = explain_text(df, "cost")
+    optimized = text.split("== Optimized Logical Plan ==", 1)[-1]
+    found = re.search(r"Statistics\(sizeInBytes=([0-9.]+(?:E[0-9]+)?) ([KMGTPE]i)?B", optimized)
+    if found is None:
         return None
+    power = " KMGTPE".index(found.group(2)[0]) if found.group(2) else 0
+    return int(float(found.group(1)) * 1024**power)
 
 
 def _broadcast_limit(spark: Any) -> int:
     """``spark.sql.autoBroadcastJoinThreshold`` in bytes (10 MiB by default)."""
-    try:
-        return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
-    except Exception:
-        return 10 * 1024 * 1024
+    return broadcast_threshold(spark)
 
 
 def _now_ms() -> int:
