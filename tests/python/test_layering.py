@@ -433,7 +433,8 @@ def _json_parses(tree: ast.AST) -> list[str]:
 #: Modules that parse JSON which is not a task's: ``write.py`` returns add actions
 #: as dicts (its public API), the Spark MERGE and write_table read back JSON their
 #: own executor code wrote, ``_sample.py`` edits stats of a sample table.
-JSON_READERS = {"write.py", "spark/merge.py", "spark/dml.py", "_sample.py"}
+#: spark/datasource.py: the ``partitionBy`` option given as a JSON list.
+JSON_READERS = {"write.py", "spark/merge.py", "spark/dml.py", "spark/datasource.py", "_sample.py"}
 
 
 def test_no_python_module_parses_task_json() -> None:

@@ -751,10 +751,10 @@ def _write_options(
 
 @dataclass
 class DeltaDVCommitMessage(WriterCommitMessage):
-    """What one write task hands the commit: its files' add actions (JSON) and
-    the session time zone the task wrote in."""
+    """What one write task hands the commit: its files' add actions and the
+    session time zone the task wrote in."""
 
-    adds: list[str]
+    adds: list[dict[str, Any]]
     time_zone: str | None
 
 
@@ -794,7 +794,6 @@ class DeltaDVWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaDVCommitMessage:
         import itertools
-        import json
 
         from pyspark import TaskContext
 
@@ -823,15 +822,11 @@ class DeltaDVWriter(DataSourceArrowWriter):
             time_zone=zone or "UTC",
             predicate=self.predicate,
         )
-        return DeltaDVCommitMessage([json.dumps(a) for a in adds], zone)
+        return DeltaDVCommitMessage(adds, zone)
 
     @staticmethod
     def _adds(messages: Sequence[WriterCommitMessage | None]) -> list[dict[str, Any]]:
-        import json
-
-        return [
-            json.loads(a) for m in messages if isinstance(m, DeltaDVCommitMessage) for a in m.adds
-        ]
+        return [a for m in messages if isinstance(m, DeltaDVCommitMessage) for a in m.adds]
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from deltadv.write import commit_files
