@@ -310,15 +310,23 @@ def _table_uri(options: Mapping[str, str]) -> str:
     return uri
 
 
+def _storage_key(key: str) -> str | None:
+    """The storage option an option ``key`` (lower case) names: ``storage.<KEY>``
+    or an ``AWS_*``/``AZURE_*``/``GOOGLE_*`` key, upper-cased; None for others."""
+    if key.startswith(STORAGE_PREFIX) and len(key) > len(STORAGE_PREFIX):
+        return key[len(STORAGE_PREFIX) :].upper()
+    if key.startswith(STORAGE_KEY_PREFIXES):
+        return key.upper()
+    return None
+
+
 def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
     storage: dict[str, str] = {}
     unknown = []
     for key, value in options.items():
         k = key.lower()
-        if k.startswith(STORAGE_PREFIX) and len(k) > len(STORAGE_PREFIX):
-            storage[k[len(STORAGE_PREFIX) :].upper()] = value
-        elif k.startswith(STORAGE_KEY_PREFIXES):
-            storage[k.upper()] = value
+        if (name := _storage_key(k)) is not None:
+            storage[name] = value
         elif k not in KNOWN_KEYS:
             unknown.append(key)
     if unknown:
@@ -721,10 +729,8 @@ def _write_options(
     unknown = []
     for key, value in options.items():
         k = key.lower()
-        if k.startswith(STORAGE_PREFIX) and len(k) > len(STORAGE_PREFIX):
-            storage[k[len(STORAGE_PREFIX) :].upper()] = value
-        elif k.startswith(STORAGE_KEY_PREFIXES):
-            storage[k.upper()] = value
+        if (name := _storage_key(k)) is not None:
+            storage[name] = value
         elif k.startswith(TABLE_PROPERTY_PREFIX):
             configuration[_table_property(k)] = value
         elif k not in WRITE_KEYS:
