@@ -28,6 +28,7 @@ __all__ = [
     "ScanTaskInfo",
     "__version__",
     "_set_fault_points",
+    "canonical_table_property",
     "commit_files",
     "prepare_changes",
     "prepare_create",
@@ -374,6 +375,7 @@ def commit_files(
 ) -> int:
     """Commit written data files (create or append); removes them on failure."""
 
+def canonical_table_property(key: str) -> str | None: ...
 def remove_uncommitted(table_uri: str, storage_options: dict[str, str], adds: list[str]) -> None:
     """Remove written data files (add actions as JSON) no commit references."""
 

@@ -253,6 +253,14 @@ def remove_files(
     _core.remove_uncommitted(table_uri, dict(storage_options or {}), [json.dumps(a) for a in adds])
 
 
+def table_property_name(key: str) -> str | None:
+    """The canonical spelling of the table property ``key`` given in any case
+    (``"delta.enabledeletionvectors"`` -> ``"delta.enableDeletionVectors"``;
+    ``delta.feature.<name>`` of a known feature too), as Delta keeps it; None
+    for a key Delta does not know. Spark lower-cases a data source's options."""
+    return _core.canonical_table_property(key)
+
+
 def prepare_create(schema: pa.Schema, *, configuration: dict[str, str] | None = None) -> str:
     """The schema (Delta's JSON ``schemaString``) of a table to be created with
     ``configuration`` from data files written apart: with column mapping

@@ -174,6 +174,13 @@ pub fn commit_files(
     .map_err(to_py)
 }
 
+/// The canonical spelling of a table property given in any case (Spark
+/// lower-cases data source options); None for one Delta does not know.
+#[pyfunction]
+pub fn canonical_table_property(key: &str) -> Option<String> {
+    crate::log::features::canonical_table_property(key)
+}
+
 /// Remove data files written under the table root (`adds`, add actions as
 /// JSON, e.g. of `write_files`) that the table's latest version does not
 /// reference: the files of a distributed write given up before its commit.

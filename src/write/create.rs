@@ -59,6 +59,7 @@ pub async fn create_table(
             configuration.entry(k).or_insert(Some(v));
         }
     }
+    let requested = features::take_feature_requests(&mut configuration)?;
     let now = now_ms();
     let mut rows: i64 = 0;
     for add in &adds {
@@ -85,6 +86,9 @@ pub async fn create_table(
         options.enable_deletion_vectors,
         &metadata.configuration,
     );
+    for (name, reader_writer) in requested {
+        protocol = features::with_feature(&protocol, name, reader_writer);
+    }
     let clustering = features::clustering::resolve_cluster_by(
         schema,
         &options.partition_by,

@@ -239,3 +239,40 @@ def test_replace_where_reads_timestamps_in_the_session_time_zone(
         )
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def _first_commit(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The protocol and the configuration of a table's version 0, from its log."""
+    actions = [json.loads(line) for line in (path / "_delta_log" / f"{0:020}.json").open()]
+    protocol = next(a["protocol"] for a in actions if "protocol" in a)
+    configuration = next(a["metaData"] for a in actions if "metaData" in a)["configuration"]
+    return protocol, configuration
+
+
+def test_feature_properties_go_to_the_protocol_as_delta_spark(dspark: Any, tmp_path: Path) -> None:
+    """``delta.feature.<name>=supported`` (any case, as Spark lower-cases it) asks
+    the new table's protocol for the feature and is not kept in its configuration,
+    as Delta Spark's own write does."""
+    spark = dspark
+    ours, twin = tmp_path / "ours", tmp_path / "twin"
+    # DVs on in both (deltadv's create turns them on by default, Delta Spark's not).
+    props = {
+        "delta.feature.allowColumnDefaults": "supported",
+        "delta.enableDeletionVectors": "true",
+    }
+    _both(_df(spark, 0, 6), ours, twin, "error", **props)
+    (p_ours, c_ours), (p_twin, c_twin) = _first_commit(ours), _first_commit(twin)
+    assert "allowColumnDefaults" in p_twin["writerFeatures"]
+    assert "allowColumnDefaults" in p_ours["writerFeatures"]
+    assert set(p_ours["writerFeatures"]) == set(p_twin["writerFeatures"])
+    assert set(p_ours.get("readerFeatures") or []) == set(p_twin.get("readerFeatures") or [])
+    assert not any(k.startswith("delta.feature.") for k in {**c_ours, **c_twin})
+    # Delta Spark then uses the feature on our table as on its own.
+    for path in (ours, twin):
+        spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN s SET DEFAULT 'dflt'")
+        spark.sql(f"INSERT INTO delta.`{path}` (id, p) VALUES (100, 1)")
+    assert _rows(spark, ours) == _rows(spark, twin)
+    with pytest.raises(Exception, match="unknown table property"):
+        _df(spark, 0, 1).write.format("deltadv").mode("append").option(
+            "delta.feature.noSuchFeature", "supported"
+        ).save(str(tmp_path / "other"))

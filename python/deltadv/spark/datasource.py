@@ -622,88 +622,24 @@ PARTITION_BY_KEY = "partitionby"
 REPLACE_WHERE_KEY = "replacewhere"
 SAVE_MODE_KEY = "savemode"
 TABLE_PROPERTY_PREFIX = "delta."
-FEATURE_PREFIX = "delta.feature."
 WRITE_KEYS = frozenset({"path", PARTITION_BY_KEY, REPLACE_WHERE_KEY, SAVE_MODE_KEY})
 SAVE_MODES = ("error", "errorifexists", "ignore", "append")
 
-#: Delta Spark's table properties (DeltaConfigs) by their lower-case name: Spark
-#: hands a Python data source its options with lower-case keys, and Delta keeps a
-#: property under its canonical spelling (as Delta Spark's validateConfigurations).
-TABLE_PROPERTIES = {
-    p.lower(): p
-    for p in (
-        "delta.appendOnly",
-        "delta.autoOptimize.autoCompact",
-        "delta.autoOptimize.optimizeWrite",
-        "delta.checkpoint.writeStatsAsJson",
-        "delta.checkpoint.writeStatsAsStruct",
-        "delta.checkpointInterval",
-        "delta.checkpointPolicy",
-        "delta.columnMapping.mode",
-        "delta.compatibility.symlinkFormatManifest.enabled",
-        "delta.dataSkippingNumIndexedCols",
-        "delta.dataSkippingStatsColumns",
-        "delta.deletedFileRetentionDuration",
-        "delta.enableChangeDataFeed",
-        "delta.enableDeletionVectors",
-        "delta.enableExpiredLogCleanup",
-        "delta.enableIcebergCompatV1",
-        "delta.enableIcebergCompatV2",
-        "delta.enableInCommitTimestamps",
-        "delta.enableRowTracking",
-        "delta.enableTypeWidening",
-        "delta.isolationLevel",
-        "delta.logRetentionDuration",
-        "delta.minReaderVersion",
-        "delta.minWriterVersion",
-        "delta.randomizeFilePrefixes",
-        "delta.randomPrefixLength",
-        "delta.setTransactionRetentionDuration",
-        "delta.targetFileSize",
-        "delta.tuneFileSizesForRewrites",
-        "delta.universalFormat.enabledFormats",
-    )
-}
-#: Table features by lower-case name (``delta.feature.<name>`` = ``supported``).
-TABLE_FEATURES = {
-    f.lower(): f
-    for f in (
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-        "identityColumns",
-        "deletionVectors",
-        "rowTracking",
-        "timestampNtz",
-        "typeWidening",
-        "domainMetadata",
-        "v2Checkpoint",
-        "icebergCompatV1",
-        "icebergCompatV2",
-        "clustering",
-        "inCommitTimestamp",
-        "vacuumProtocolCheck",
-        "variantType",
-        "checkpointProtection",
-        "allowColumnDefaults",
-    )
-}
-
 
 def _table_property(key: str) -> str:
-    """The canonical name of the table property option ``key`` (lower case);
-    ValueError for one Delta does not know (as Delta Spark refuses it)."""
-    if key in TABLE_PROPERTIES:
-        return TABLE_PROPERTIES[key]
-    if key.startswith(FEATURE_PREFIX) and key[len(FEATURE_PREFIX) :] in TABLE_FEATURES:
-        return FEATURE_PREFIX + TABLE_FEATURES[key[len(FEATURE_PREFIX) :]]
-    raise ValueError(
-        f"deltadv: unknown table property option {key!r}; known: "
-        f"{sorted(TABLE_PROPERTIES.values())} and delta.feature.<name>"
-    )
+    """The canonical name of the table property option ``key`` (Spark hands a
+    Python data source its options in lower case; the Rust core knows Delta's
+    spelling); ValueError for one Delta does not know (as Delta Spark refuses it)."""
+    from deltadv.write import table_property_name
+
+    name = table_property_name(key)
+    if name is None:
+        raise ValueError(
+            f"deltadv: unknown table property option {key!r}: not one of Delta's table "
+            "properties (delta.appendOnly, delta.enableDeletionVectors, ...) nor "
+            "delta.feature.<a known feature>"
+        )
+    return name
 
 
 def _partition_by(text: str) -> list[str]:

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::log::actions::{Add, DomainMetadata, Protocol};
 use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 
-use super::{reader_features, writer_features, WRITER_FEATURES_VERSION};
+use super::writer_features;
 
 pub use super::properties::CLUSTERING_DOMAIN;
 /// The writer feature of clustered tables.
@@ -252,34 +252,7 @@ pub fn clustering_columns(
 /// (`domainMetadata`, `clustering`), at writer version 7 (the features the
 /// legacy versions implied kept).
 pub fn with_clustering(protocol: &Protocol) -> Protocol {
-    let mut writers: Vec<String> = writer_features(protocol).map(str::to_string).collect();
-    if protocol.min_writer_version < WRITER_FEATURES_VERSION {
-        for (version, features) in super::protocol::LEGACY_WRITER_FEATURES {
-            if *version <= protocol.min_writer_version {
-                for f in *features {
-                    if !writers.iter().any(|w| w == f) {
-                        writers.push(f.to_string());
-                    }
-                }
-            }
-        }
-    }
-    for f in ["domainMetadata", CLUSTERING_FEATURE] {
-        if !writers.iter().any(|w| w == f) {
-            writers.push(f.to_string());
-        }
-    }
-    let readers: Vec<String> = reader_features(protocol).map(str::to_string).collect();
-    Protocol {
-        min_reader_version: protocol.min_reader_version,
-        min_writer_version: WRITER_FEATURES_VERSION,
-        reader_features: if protocol.min_reader_version >= super::READER_FEATURES_VERSION {
-            Some(readers)
-        } else {
-            None
-        },
-        writer_features: Some(writers),
-    }
+    super::protocol::with_writer_features(protocol, &["domainMetadata", CLUSTERING_FEATURE])
 }
 
 /// `ZCUBE_ZORDER_BY` for `columns`: their logical names as a JSON list.

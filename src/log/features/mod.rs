@@ -42,7 +42,7 @@ pub use properties::{
 };
 pub use protocol::{
     drop_reader_writer_feature, merge_protocols, name_row_tracking_columns, new_table_protocol,
-    with_deletion_vectors,
+    with_deletion_vectors, with_feature,
 };
 pub use type_widening::{
     bounds_comparable, check_type_changes, type_change_supported, type_changes, TypeChange,
@@ -271,6 +271,62 @@ fn feature(name: &str) -> Option<&'static Feature> {
     FEATURES.iter().find(|f| f.name == name)
 }
 
+/// The canonical spelling of the table property `key`, matched without
+/// regard to case (Spark lower-cases a Python data source's option keys):
+/// one of Delta Spark's user-settable properties
+/// ([`properties::USER_TABLE_PROPERTIES`]) or `delta.feature.<name>` of a
+/// known feature. `None` for a key Delta does not know.
+pub fn canonical_table_property(key: &str) -> Option<String> {
+    if let Some(p) = properties::USER_TABLE_PROPERTIES
+        .iter()
+        .find(|p| p.eq_ignore_ascii_case(key))
+    {
+        return Some(p.to_string());
+    }
+    let prefix = properties::FEATURE_PREFIX;
+    let name = key
+        .get(..prefix.len())
+        .filter(|p| p.eq_ignore_ascii_case(prefix))
+        .and_then(|_| key.get(prefix.len()..))?;
+    FEATURES
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(name))
+        .map(|f| format!("{prefix}{}", f.name))
+}
+
+/// The features a new table's `delta.feature.<name> = supported` properties
+/// ask for, taken out of `configuration` (Delta keeps them in the protocol
+/// only), each with whether it is a reader-writer feature. An unknown
+/// feature, or a value other than `supported`, is an error naming the key.
+pub fn take_feature_requests(
+    configuration: &mut std::collections::HashMap<String, Option<String>>,
+) -> Result<Vec<(&'static str, bool)>> {
+    let prefix = properties::FEATURE_PREFIX;
+    let keys: Vec<String> = configuration
+        .keys()
+        .filter(|k| k.starts_with(prefix))
+        .cloned()
+        .collect();
+    let mut requested = Vec::new();
+    for key in keys {
+        let value = configuration.remove(&key).flatten().unwrap_or_default();
+        let name = &key[prefix.len()..];
+        let f = feature(name).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "table property {key}: unknown table feature {name:?}"
+            ))
+        })?;
+        if !value.eq_ignore_ascii_case("supported") {
+            return Err(Error::InvalidArgument(format!(
+                "table property {key}: expected \"supported\", got {value:?}"
+            )));
+        }
+        requested.push((f.name, f.reader_writer));
+    }
+    requested.sort_unstable();
+    Ok(requested)
+}
+
 /// The reader features deltadv reads tables with, in a stable order.
 pub fn supported_reader_features() -> Vec<&'static str> {
     FEATURES
@@ -485,6 +541,67 @@ mod tests {
 
     use super::*;
     use crate::log::schema::{DataType, StructField};
+
+    #[test]
+    fn table_properties_are_named_as_delta_spells_them() {
+        assert_eq!(
+            canonical_table_property("delta.enabledeletionvectors").as_deref(),
+            Some("delta.enableDeletionVectors")
+        );
+        assert_eq!(
+            canonical_table_property("DELTA.FEATURE.ALLOWCOLUMNDEFAULTS").as_deref(),
+            Some("delta.feature.allowColumnDefaults")
+        );
+        assert_eq!(canonical_table_property("delta.nosuchthing"), None);
+        assert_eq!(canonical_table_property("delta.feature.nosuch"), None);
+        assert_eq!(canonical_table_property("delta.feature."), None);
+    }
+
+    #[test]
+    fn feature_requests_leave_the_configuration_for_the_protocol() {
+        let mut conf: HashMap<String, Option<String>> = [
+            ("delta.feature.allowColumnDefaults", "supported"),
+            ("delta.feature.timestampNtz", "Supported"),
+            ("delta.appendOnly", "false"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect();
+        let requested = take_feature_requests(&mut conf).unwrap();
+        assert_eq!(
+            requested,
+            vec![("allowColumnDefaults", false), ("timestampNtz", true)]
+        );
+        assert_eq!(conf.keys().collect::<Vec<_>>(), vec!["delta.appendOnly"]);
+        let mut p = protocol(1, 2, &[], &[]);
+        for (name, rw) in requested {
+            p = with_feature(&p, name, rw);
+        }
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        assert_eq!(p.reader_features, Some(vec!["timestampNtz".to_string()]));
+        let writers = p.writer_features.unwrap_or_default();
+        for f in [
+            "appendOnly",
+            "invariants",
+            "allowColumnDefaults",
+            "timestampNtz",
+        ] {
+            assert!(writers.iter().any(|w| w == f), "{f} in {writers:?}");
+        }
+
+        for (key, value, says) in [
+            ("delta.feature.nosuch", "supported", "unknown table feature"),
+            (
+                "delta.feature.timestampNtz",
+                "enabled",
+                "expected \"supported\"",
+            ),
+        ] {
+            let mut conf = HashMap::from([(key.to_string(), Some(value.to_string()))]);
+            let err = take_feature_requests(&mut conf).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains(says), "{err}");
+        }
+    }
 
     #[test]
     fn appends_leave_row_rules_to_the_writer() {

@@ -42,6 +42,46 @@ use crate::log::interval::parse_interval_ms;
 // Table properties (`metaData.configuration`)
 // ---------------------------------------------------------------------------
 
+/// `delta.feature.<name> = supported`: asks a new table's protocol for a
+/// table feature (kept in the protocol only, never in the configuration).
+pub const FEATURE_PREFIX: &str = "delta.feature.";
+
+/// Delta Spark's table properties (`DeltaConfigs`) a user may set, in their
+/// canonical spelling: Spark hands a Python data source its options in lower
+/// case, and Delta keeps a property under this spelling.
+pub const USER_TABLE_PROPERTIES: &[&str] = &[
+    APPEND_ONLY,
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    CHECKPOINT_INTERVAL,
+    "delta.checkpointPolicy",
+    COLUMN_MAPPING_MODE,
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    DATA_SKIPPING_NUM_INDEXED_COLS,
+    DATA_SKIPPING_STATS_COLUMNS,
+    DELETED_FILE_RETENTION_DURATION,
+    ENABLE_CHANGE_DATA_FEED,
+    ENABLE_DELETION_VECTORS,
+    "delta.enableExpiredLogCleanup",
+    ENABLE_ICEBERG_COMPAT_V1,
+    ENABLE_ICEBERG_COMPAT_V2,
+    ENABLE_IN_COMMIT_TIMESTAMPS,
+    ENABLE_ROW_TRACKING,
+    "delta.enableTypeWidening",
+    ISOLATION_LEVEL,
+    "delta.logRetentionDuration",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.randomizeFilePrefixes",
+    "delta.randomPrefixLength",
+    "delta.setTransactionRetentionDuration",
+    TARGET_FILE_SIZE,
+    "delta.tuneFileSizesForRewrites",
+    "delta.universalFormat.enabledFormats",
+];
+
 /// The table accepts appends only: DELETE, UPDATE and MERGE are refused.
 pub const APPEND_ONLY: &str = "delta.appendOnly";
 /// The table property that turns deletion vectors on.

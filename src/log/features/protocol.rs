@@ -226,6 +226,50 @@ pub fn check_schema_features(protocol: &Protocol, schema: &StructType) -> Result
     )))
 }
 
+/// `protocol` with the writer features `names`, at writer version 7 (the
+/// features the legacy versions implied kept); the reader side unchanged.
+pub fn with_writer_features(protocol: &Protocol, names: &[&str]) -> Protocol {
+    let mut writers: Vec<String> = writer_features(protocol).map(str::to_string).collect();
+    if protocol.min_writer_version < WRITER_FEATURES_VERSION {
+        for (version, features) in LEGACY_WRITER_FEATURES {
+            if *version <= protocol.min_writer_version {
+                for f in *features {
+                    if !writers.iter().any(|w| w == f) {
+                        writers.push(f.to_string());
+                    }
+                }
+            }
+        }
+    }
+    for &f in names {
+        if !writers.iter().any(|w| w == f) {
+            writers.push(f.to_string());
+        }
+    }
+    let readers: Vec<String> = reader_features(protocol).map(str::to_string).collect();
+    Protocol {
+        min_reader_version: protocol.min_reader_version,
+        min_writer_version: WRITER_FEATURES_VERSION,
+        reader_features: if protocol.min_reader_version >= READER_FEATURES_VERSION {
+            Some(readers)
+        } else {
+            None
+        },
+        writer_features: Some(writers),
+    }
+}
+
+/// `protocol` with the table feature `name` (`reader_writer`: listed among
+/// the reader features too, at reader version 3), as a
+/// `delta.feature.<name> = supported` table property asks.
+pub fn with_feature(protocol: &Protocol, name: &str, reader_writer: bool) -> Protocol {
+    if reader_writer {
+        with_reader_writer_feature(protocol, name).unwrap_or_else(|| protocol.clone())
+    } else {
+        with_writer_features(protocol, &[name])
+    }
+}
+
 /// `protocol` with the reader-writer feature `name`: reader 3 / writer 7,
 /// keeping every feature the old versions implied. `None` when the protocol
 /// already has it.
