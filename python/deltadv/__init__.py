@@ -39,6 +39,7 @@ from deltadv.exceptions import (
     TableNotFoundError,
     UnsupportedPredicateError,
     VersionNotFoundError,
+    WorkerImportError,
 )
 from deltadv.merge import TableMerger
 from deltadv.table import ChangeTask, CompactTask, DeleteTask, DeltaTable, ScanTask
@@ -67,6 +68,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsupportedPredicateError",
     "VersionNotFoundError",
+    "WorkerImportError",
     "__version__",
     "write_deletion_vectors",
     "z85_decode",

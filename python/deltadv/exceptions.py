@@ -73,6 +73,13 @@ class StorageError(DeltaDVError, OSError):
     """The object store failed a request (other than not-found or permission)."""
 
 
+class WorkerImportError(DeltaDVError, ImportError):
+    """The Spark cluster's Python workers cannot import deltadv (or import another
+    version): deltadv is neither installed in their environment nor shipped with
+    :func:`deltadv.spark.ship`, or the shipped native module does not fit their
+    Python or platform. The message says which and what to do."""
+
+
 __all__ = [
     "CommitConflictError",
     "ConstraintViolationError",
@@ -87,4 +94,5 @@ __all__ = [
     "TableNotFoundError",
     "UnsupportedPredicateError",
     "VersionNotFoundError",
+    "WorkerImportError",
 ]

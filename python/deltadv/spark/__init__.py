@@ -12,6 +12,7 @@ Delta Spark shapes them); :func:`write_table` writes a DataFrame.
 | :mod:`deltadv.spark.dml` | ``DeltaTable`` (Spark-side commands) and ``write_table`` |
 | :mod:`deltadv.spark.merge` | ``DeltaMergeBuilder``: MERGE from Spark |
 | :mod:`deltadv.spark.datasource` | the ``deltadv`` Python data source |
+| :mod:`deltadv.spark.workers` | ``ship``: deltadv onto the workers; the check that they import it |
 | ``deltadv.spark._tasks`` | task distribution: split size, packing, mapInArrow bodies |
 """
 
@@ -19,6 +20,7 @@ from deltadv.spark._tasks import TASK_COLUMN
 from deltadv.spark.dml import HISTORY_SCHEMA, DeltaTable, write_table
 from deltadv.spark.merge import DUPLICATE_ERROR, DeltaMergeBuilder
 from deltadv.spark.read import read, register
+from deltadv.spark.workers import ship
 from deltadv.table import (
     DV_FILE_TARGET_SIZE,
     MAX_DELETED_ROWS_RATIO,
@@ -42,5 +44,6 @@ __all__ = [
     "ScanTask",
     "read",
     "register",
+    "ship",
     "write_table",
 ]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltadv import ChangeTask, CompactTask, ScanTask
+from deltadv.spark.workers import require_workers
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -146,7 +147,9 @@ def task_frame(
     binary). Without ``sizes``, one row a partition; with them (bytes each task
     reads), rows packed into partitions as Spark packs files (``pack``), so many
     small files make few Spark tasks. ``schema``: ``"name type, ..."`` with
-    types ``string``, ``int`` or ``bigint``."""
+    types ``string``, ``int`` or ``bigint``. First checks, once per session, that
+    the workers import deltadv (:func:`deltadv.spark.workers.require_workers`)."""
+    require_workers(spark)
     fields = []
     for part in schema.split(","):
         name, _, kind = part.strip().partition(" ")

@@ -178,6 +178,7 @@ from deltadv.spark._tasks import (
     to_arrow_schema,
 )
 from deltadv.spark._tasks import split_size as _session_split_size
+from deltadv.spark.workers import require_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -600,6 +601,7 @@ def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) 
     The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
     read here and kept on the registered class: reads pack their scan tasks into
     partitions with them, as Spark packs files."""
+    require_workers(spark)
     parallelism: int | None = default_parallelism(spark)
     attrs = {
         "_parallelism": parallelism,

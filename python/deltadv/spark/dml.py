@@ -38,6 +38,7 @@ from deltadv.spark._tasks import (
 )
 from deltadv.spark.merge import DeltaMergeBuilder, column_expressions
 from deltadv.spark.read import read
+from deltadv.spark.workers import require_workers
 from deltadv.table import (
     DV_FILE_TARGET_SIZE,
     MAX_DELETED_ROWS_RATIO,
@@ -512,6 +513,7 @@ def write_table(
     conf = dict(configuration or {})
     schema = to_arrow_schema(df.schema)
     _check_target(table_uri, mode, storage_options)
+    require_workers(df.sparkSession)
     tasks = stage_partitions(df)
     time_zone = session_time_zone(df.sparkSession)
 
