@@ -2,10 +2,12 @@
 server whose Python workers run a bare interpreter (a venv with pyarrow only, no
 deltadv, no pandas; PySpark reaches the workers through Spark's own
 PYTHONPATH). Without ``deltadv.spark.ship`` a read fails with deltadv's
-``WorkerImportError`` saying what to do; after ``ship(spark)`` read with a
-filter, DELETE, MERGE and ``format("deltadv")`` work, the workers import the
-shipped package, and the table holds what the input data and the operations
-say (computed with pyarrow, read back with deltadv's local reader).
+``WorkerImportError`` saying what to do (on the Connect session and on the
+server's classic one); after ``ship(spark)`` read with a filter, DELETE, MERGE
+and ``format("deltadv")`` work, the workers import the shipped package, and the
+table holds what the input data and the operations say (computed with pyarrow,
+read back with deltadv's local reader and by the classic session after its own
+``ship``).
 
 The server runs in the client's subprocess (its own JVM, started as PySpark
 starts a local Connect server: a classic context with the Connect plugin, then a
@@ -78,7 +80,7 @@ from pyspark.sql import SparkSession
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-(
+classic = (
     SparkSession.builder.master("local[2]")
     .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
     .config("spark.connect.grpc.binding.address", "127.0.0.1")
@@ -87,18 +89,25 @@ with socket.socket() as s:
     .config("spark.ui.enabled", "false")
     .config("spark.ui.showConsoleProgress", "false")
     .getOrCreate()
-    .sparkContext.setLogLevel("ERROR")
 )
-os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-spark = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+classic.sparkContext.setLogLevel("ERROR")
 
 from deltadv import spark as dspark
 from deltadv.exceptions import WorkerImportError
 
 path = args["path"]
 out = {}
+# the server's classic session, before anything is shipped: the same error
+try:
+    dspark.read(classic, path).count()
+except WorkerImportError as e:
+    out["classic_unshipped"] = str(e)
+
+# a Connect session to it
+os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+spark = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
 try:
     dspark.read(spark, path).count()
 except WorkerImportError as e:
@@ -132,6 +141,14 @@ out["merge"] = (
 )
 dspark.register(spark)
 out["format"] = spark.read.format("deltadv").load(path).filter("part = 1").count()
+
+# ship on the classic session too (back in classic mode). In local mode both
+# sessions' archives land in the SparkContext's files folder, so this read
+# would work without it: it only shows that ship runs on a classic session.
+del os.environ["SPARK_CONNECT_MODE_ENABLED"]
+dspark.ship(classic)
+read = dspark.read(classic, path, filter="id % 7 = 0").select("id", "s").collect()
+out["classic_read"] = sorted([r["id"], r["s"]] for r in read)
 print(json.dumps(out, default=str))
 """
 
@@ -167,13 +184,13 @@ def test_ship_to_workers_without_deltadv(bare_python: Path, tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-6000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
 
-    # (a) without ship: deltadv's error, saying what to do
-    message = out.get("unshipped", "")
-    assert "cannot import deltadv" in message, out
-    assert "No module named 'deltadv'" in message
-    assert "install deltadv in the workers' Python environment" in message
-    assert "deltadv.spark.ship(spark)" in message
-    assert str(bare_python) in message
+    # (a) without ship: deltadv's error, saying what to do (classic and Connect)
+    for message in (out.get("classic_unshipped", ""), out.get("unshipped", "")):
+        assert "cannot import deltadv" in message, out
+        assert "No module named 'deltadv'" in message
+        assert "install deltadv in the workers' Python environment" in message
+        assert "deltadv.spark.ship(spark)" in message
+        assert str(bare_python) in message
     # (b) after ship: the workers import the shipped copy, not this checkout
     worker_file = Path(out["worker_deltadv"])
     assert worker_file.name == "__init__.py" and worker_file.parent.name == "deltadv"
@@ -205,6 +222,7 @@ def test_ship_to_workers_without_deltadv(bare_python: Path, tmp_path: Path) -> N
     assert out["merge"]["num_target_rows_updated"] == updated > 0
     assert out["merge"]["num_target_rows_inserted"] == inserted > 0
     assert out["format"] == len([i for i, (p, _) in expected.items() if p == 1])
+    assert out["classic_read"] == sorted([i, s] for i, (_, s) in expected.items() if i % 7 == 0)
 
     # deltadv's local reader: the table holds exactly that
     got = DeltaTable(path).to_pyarrow_table().to_pylist()
@@ -213,3 +231,47 @@ def test_ship_to_workers_without_deltadv(bare_python: Path, tmp_path: Path) -> N
     )
     history = [h["operation"] for h in DeltaTable(path).history()]
     assert history[:2] == ["MERGE", "DELETE"]
+
+
+#: The probe's reports (HERE: this machine's platform) and what the error says.
+PROBLEMS = [
+    (
+        {"python": "3.9 /py", "platform": "HERE", "error": "ImportError: x"},
+        True,
+        "run Python 3.9 (3.9 /py); deltadv's native module needs CPython >= 3.10",
+    ),
+    (
+        {"python": "3.11 /py", "platform": "plan9 mips", "error": "ImportError: x"},
+        True,
+        "run on plan9 mips, this client's deltadv is built for HERE",
+    ),
+    (
+        {"python": "3.11 /py", "platform": "HERE", "error": "ImportError: x"},
+        True,
+        "cannot import deltadv (ImportError: x; worker Python 3.11 /py, HERE): it failed after",
+    ),
+    (
+        {"python": "3.11 /py", "platform": "HERE", "error": "", "version": "0.0.1 at /x"},
+        False,
+        "import deltadv 0.0.1 at /x, this client runs deltadv",
+    ),
+]
+
+
+@pytest.mark.parametrize(("report", "shipped", "expected"), PROBLEMS)
+def test_worker_problems_say_what_is_wrong(
+    report: dict[str, str], shipped: bool, expected: str
+) -> None:
+    """The probe's report turned into WorkerImportError's message (no Spark): a
+    Python too old for the abi3 module, another platform, an import that fails
+    after ship, another deltadv version on the workers; nothing for healthy ones."""
+    import platform
+
+    import deltadv
+    from deltadv.spark.workers import _problem
+
+    here = f"{sys.platform} {platform.machine()}"
+    report = {"version": "", **report, "platform": report["platform"].replace("HERE", here)}
+    assert expected.replace("HERE", here) in (_problem(report, shipped=shipped) or "")
+    healthy = {"python": "3.11 /py", "platform": here, "error": ""}
+    assert _problem({**healthy, "version": f"{deltadv.__version__} at /x"}, shipped=True) is None

@@ -66,9 +66,10 @@ def session_key(spark: SparkSession) -> str:
 def ship(spark: SparkSession) -> None:
     """Send this client's deltadv (the installed package, native module included)
     to ``spark``'s cluster, so that its Python workers import it without deltadv
-    installed there. Works on Spark Connect and classic sessions (PySpark 4's
-    ``SparkSession.addArtifacts``); the package is sent once per session (a second
-    call does nothing).
+    installed there. Works on Spark Connect sessions and on classic sessions of
+    PySpark 4 (``SparkSession.addArtifacts``; a classic PySpark 3.5 session raises
+    :class:`~deltadv.exceptions.WorkerImportError` saying how else). The package
+    is sent once per session (a second call does nothing).
 
     The package is zipped (without ``__pycache__``) and added with
     ``spark.addArtifacts(path + "#deltadv", archive=True)``: Spark unpacks it as
@@ -82,19 +83,26 @@ def ship(spark: SparkSession) -> None:
     with _lock:
         if key in _shipped:
             return
-        archive = _package_archive()
-        add = getattr(spark, "addArtifacts", None)
-        if add is None:
+        if key.startswith("classic:") and int(_pyspark_version().split(".")[0]) < 4:
             raise WorkerImportError(
-                "deltadv.spark.ship needs SparkSession.addArtifacts (PySpark 4 on a classic "
-                "session, 3.5+ on Spark Connect); on this session give the workers deltadv by "
-                "installing it in their Python environment, or with spark-submit "
-                "--archives / spark.submit.pyFiles"
+                "deltadv.spark.ship needs SparkSession.addArtifacts, which classic sessions "
+                "have from PySpark 4.0 (this is PySpark "
+                f"{_pyspark_version()}; Spark Connect has it from 3.5): install deltadv in "
+                "the workers' Python environment instead, or send a packed environment with "
+                "spark.archives and spark.pyspark.python (PySpark's 'Python Package "
+                "Management' guide)"
             )
-        add(f"{archive}#{PACKAGE}", archive=True)
+        archive = _package_archive()
+        spark.addArtifacts(f"{archive}#{PACKAGE}", archive=True)
         _shipped.add(key)
         _ready.discard(key)
     require_workers(spark)
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
 def require_workers(spark: SparkSession) -> None:
@@ -148,25 +156,26 @@ def _probe() -> Any:
 
 
 def _problem(report: dict[str, str], *, shipped: bool) -> str | None:
-    """What is wrong with the workers the probe reported on, or None."""
+    """What is wrong with the workers the probe reported on, or None. Where a
+    shipped deltadv does not import, a Python older than the native module's
+    floor or another platform than the client's is named as the cause."""
     import deltadv
 
     version = deltadv.__version__
     major, minor = (int(p) for p in report["python"].split(" ", 1)[0].split("."))
     here = f"{sys.platform} {platform.machine()}"
-    if shipped:
-        if (major, minor) < MIN_PYTHON:
-            return (
-                f"deltadv.spark.ship: the Spark workers run Python {major}.{minor} "
-                f"({report['python']}); deltadv's native module needs CPython >= "
-                f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}: point spark.pyspark.python at a newer one"
-            )
-        if report["platform"] != here:
-            return (
-                f"deltadv.spark.ship: the Spark workers run on {report['platform']}, this "
-                f"client's deltadv is built for {here}: install deltadv in the workers' "
-                "Python environment instead"
-            )
+    if report["error"] and shipped and (major, minor) < MIN_PYTHON:
+        return (
+            f"deltadv.spark.ship: the Spark workers run Python {major}.{minor} "
+            f"({report['python']}); deltadv's native module needs CPython >= "
+            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}: point spark.pyspark.python at a newer one"
+        )
+    if report["error"] and shipped and report["platform"] != here:
+        return (
+            f"deltadv.spark.ship: the Spark workers run on {report['platform']}, this "
+            f"client's deltadv is built for {here}: install deltadv in the workers' "
+            "Python environment instead"
+        )
     if report["error"]:
         how = (
             "after deltadv.spark.ship(spark)"
