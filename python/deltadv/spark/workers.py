@@ -54,9 +54,9 @@ _archive: list[Path] = []
 
 
 def session_key(spark: SparkSession) -> str:
-    """What identifies ``spark``'s workers' environment: a Spark Connect session's
-    id (artifacts are per session there), else the application's id (a classic
-    session's artifacts are the SparkContext's)."""
+    """What a shipped package and a probe's success are remembered under: a Spark
+    Connect session's id (each Connect session adds its own artifacts), else the
+    application's id (a classic session adds them to the SparkContext)."""
     session_id = getattr(spark, "session_id", None)
     if isinstance(session_id, str) and session_id:
         return f"connect:{session_id}"
