@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -275,3 +276,28 @@ def test_worker_problems_say_what_is_wrong(
     assert expected.replace("HERE", here) in (_problem(report, shipped=shipped) or "")
     healthy = {"python": "3.11 /py", "platform": here, "error": ""}
     assert _problem({**healthy, "version": f"{deltadv.__version__} at /x"}, shipped=True) is None
+
+
+def test_ship_on_classic_pyspark_3_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A classic session of PySpark 3.5 has no addArtifacts: ship says what to do
+    instead, before packing or sending anything (no Spark: a stand-in session)."""
+    import pyspark
+
+    from deltadv.exceptions import WorkerImportError
+    from deltadv.spark import ship
+
+    class Conf:
+        def get(self, key: str, default: Any = None) -> Any:
+            return "local-1" if key == "spark.app.id" else default
+
+    class ClassicSession:
+        conf = Conf()
+
+        def addArtifacts(self, *paths: str, **kinds: bool) -> None:
+            raise AssertionError("nothing is sent")
+
+    monkeypatch.setattr(pyspark, "__version__", "3.5.7")
+    with pytest.raises(WorkerImportError, match=r"classic sessions have from PySpark 4\.0") as e:
+        ship(ClassicSession())  # type: ignore[arg-type]
+    assert "install deltadv in the workers' Python environment" in str(e.value)
+    assert "PySpark 3.5.7" in str(e.value)

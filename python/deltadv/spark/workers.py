@@ -83,11 +83,13 @@ def ship(spark: SparkSession) -> None:
     with _lock:
         if key in _shipped:
             return
-        if key.startswith("classic:") and int(_pyspark_version().split(".")[0]) < 4:
+        from pyspark import __version__ as pyspark_version
+
+        if key.startswith("classic:") and int(pyspark_version.split(".")[0]) < 4:
             raise WorkerImportError(
                 "deltadv.spark.ship needs SparkSession.addArtifacts, which classic sessions "
                 "have from PySpark 4.0 (this is PySpark "
-                f"{_pyspark_version()}; Spark Connect has it from 3.5): install deltadv in "
+                f"{pyspark_version}; Spark Connect has it from 3.5): install deltadv in "
                 "the workers' Python environment instead, or send a packed environment with "
                 "spark.archives and spark.pyspark.python (PySpark's 'Python Package "
                 "Management' guide)"
@@ -97,12 +99,6 @@ def ship(spark: SparkSession) -> None:
         _shipped.add(key)
         _ready.discard(key)
     require_workers(spark)
-
-
-def _pyspark_version() -> str:
-    import pyspark
-
-    return str(pyspark.__version__)
 
 
 def require_workers(spark: SparkSession) -> None:
