@@ -73,6 +73,12 @@ class StorageError(DeltaDVError, OSError):
     """The object store failed a request (other than not-found or permission)."""
 
 
+class UnsupportedSparkError(DeltaDVError, ImportError):
+    """The installed PySpark lacks what a deltadv Spark feature needs (PySpark 3.5 and
+    4.0 have no Python data source API with filters, so no ``format("deltadv")``);
+    the message names the version and what to use instead."""
+
+
 __all__ = [
     "CommitConflictError",
     "ConstraintViolationError",
@@ -86,5 +92,6 @@ __all__ = [
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedPredicateError",
+    "UnsupportedSparkError",
     "VersionNotFoundError",
 ]
