@@ -38,6 +38,7 @@ from deltadv.exceptions import (
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedPredicateError,
+    UnsupportedSparkError,
     VersionNotFoundError,
 )
 from deltadv.merge import TableMerger
@@ -66,6 +67,7 @@ __all__ = [
     "TableMerger",
     "TableNotFoundError",
     "UnsupportedPredicateError",
+    "UnsupportedSparkError",
     "VersionNotFoundError",
     "__version__",
     "write_deletion_vectors",
