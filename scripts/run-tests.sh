@@ -19,7 +19,7 @@ echo "== python: ruff"
 .venv/bin/ruff format --check python tests benches
 echo "== python: stubs (_core.pyi against the built module)"
 .venv/bin/python -m mypy.stubtest deltadv._core
-echo "== python: wheel and sdist (fresh venv), lowest PySpark"
+echo "== python: wheel and sdist (fresh venv), lowest and highest PySpark"
 bash scripts/check-wheel.sh
 bash scripts/check-spark-min.sh
 echo "== python: tests"

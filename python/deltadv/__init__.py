@@ -38,6 +38,7 @@ from deltadv.exceptions import (
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedPredicateError,
+    UnsupportedSparkError,
     VersionNotFoundError,
     WorkerImportError,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "TableMerger",
     "TableNotFoundError",
     "UnsupportedPredicateError",
+    "UnsupportedSparkError",
     "VersionNotFoundError",
     "WorkerImportError",
     "__version__",

@@ -80,6 +80,12 @@ class WorkerImportError(DeltaDVError, ImportError):
     Python or platform. The message says which and what to do."""
 
 
+class UnsupportedSparkError(DeltaDVError, ImportError):
+    """The installed PySpark lacks what a deltadv Spark feature needs (PySpark 3.5 and
+    4.0 have no Python data source API with filters, so no ``format("deltadv")``);
+    the message names the version and what to use instead."""
+
+
 __all__ = [
     "CommitConflictError",
     "ConstraintViolationError",
@@ -93,6 +99,7 @@ __all__ = [
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedPredicateError",
+    "UnsupportedSparkError",
     "VersionNotFoundError",
     "WorkerImportError",
 ]

@@ -42,6 +42,7 @@ def test_exception_classes_are_exported_and_related() -> None:
         "CorruptLogError",
         "CorruptDataFileError",
         "UnsupportedPredicateError",
+        "UnsupportedSparkError",
         "StorageError",
         "InternalError",
     ]
@@ -56,6 +57,7 @@ def test_exception_classes_are_exported_and_related() -> None:
     assert issubclass(deltadv.VersionNotFoundError, ValueError)
     assert issubclass(deltadv.UnsupportedPredicateError, ValueError)
     assert issubclass(deltadv.StorageError, OSError)
+    assert issubclass(deltadv.UnsupportedSparkError, ImportError)
     assert not issubclass(deltadv.DeltaProtocolError, ValueError)
     # a bug of ours is never mistaken for the caller's bad input
     assert not issubclass(deltadv.InternalError, ValueError)

@@ -234,6 +234,46 @@ def task_slots(count: int | None) -> tuple[int | None, int | None]:
     return slot, count if count is not None and slot < count else None
 
 
+def collect_arrow(df: Any) -> pa.Table:
+    """``df``'s rows on the driver as an Arrow table: ``DataFrame.toArrow`` (PySpark
+    4), else (PySpark 3.5, which lacks it) each partition's batches written as
+    Arrow IPC bytes by ``mapInArrow`` and collected: public API on classic and
+    Spark Connect sessions alike, the batches exactly as Spark's Arrow exchange
+    gives them (partition order kept)."""
+    if hasattr(type(df), "toArrow"):
+        return df.toArrow()
+
+    def to_ipc(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
+            yield pa.record_batch([pa.array([sink.getvalue().to_pybytes()], pa.binary())], ["ipc"])
+
+    rows = df.mapInArrow(to_ipc, "ipc binary").collect()
+    batches = [b for row in rows for b in pa.ipc.open_stream(row[0])]
+    if not batches:
+        return to_arrow_schema(df.schema).empty_table()
+    return pa.Table.from_batches(batches)
+
+
+def arrow_frame(spark: Any, table: pa.Table, schema: StructType) -> Any:
+    """A DataFrame of ``table``'s rows as ``schema``: a local relation
+    (``createDataFrame`` of an Arrow table, PySpark 4), else (PySpark 3.5, whose
+    ``createDataFrame`` takes no Arrow table) one partition whose ``mapInArrow``
+    emits the table's batches (the table travels in the pickled function)."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        return spark.createDataFrame(table, schema)
+    batches = table.to_batches()
+
+    def emit(_: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from batches
+
+    return spark.range(0, 1, 1, 1).mapInArrow(emit, schema)
+
+
 def explain_text(df: Any, mode: str) -> str:
     """What ``df.explain(mode=mode)`` prints (classic and Spark Connect alike)."""
     import contextlib

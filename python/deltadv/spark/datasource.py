@@ -140,23 +140,37 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    WriterCommitMessage,
-)
+
+try:  # PySpark 4.1's Python data source API with filters; absent in 3.5 and 4.0
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceReader,
+        EqualNullSafe,
+        EqualTo,
+        Filter,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        InputPartition,
+        IsNotNull,
+        IsNull,
+        LessThan,
+        LessThanOrEqual,
+        Not,
+        WriterCommitMessage,
+    )
+except ImportError as missing:
+    import pyspark as _pyspark
+
+    from deltadv.exceptions import UnsupportedSparkError
+
+    raise UnsupportedSparkError(
+        f'deltadv: format("deltadv") (register, spark.read.format and df.write.format) '
+        f"needs PySpark's Python data source API with filters (PySpark 4.1 or later); "
+        f"PySpark {_pyspark.__version__} lacks it ({missing}). On this PySpark read with "
+        "deltadv.spark.read(spark, path), write with deltadv.spark.write_table(df, path), "
+        "and run DELETE/UPDATE/MERGE through deltadv.spark.DeltaTable.forPath(spark, path)"
+    ) from missing
 from pyspark.sql.types import StructType
 
 try:  # the Arrow writer base class (PySpark 4.2 has it); without it, no df.write

@@ -44,7 +44,9 @@ import pyarrow.compute as pc
 from deltadv import ChangeTask, MergePlan, ScanTask
 from deltadv import DeltaTable as _LocalTable
 from deltadv.spark._tasks import (
+    arrow_frame,
     broadcast_threshold,
+    collect_arrow,
     default_parallelism,
     explain_text,
     session_time_zone,
@@ -530,12 +532,13 @@ class _SparkMerge:
             # The small source, collected once (one job): its row count, its join
             # keys and its rows, numbered, come from here; as a local relation it
             # is broadcast without another job.
-            local = self.source_in.toArrow()
+            local = collect_arrow(self.source_in)
             n = local.num_rows
             self.local = local.append_column(_SOURCE, pa.repeat(pa.scalar(True), n)).append_column(
                 _SOURCE_ID, pa.array(range(n), pa.int64())
             )
-            source = self.spark.createDataFrame(
+            source = arrow_frame(
+                self.spark,
                 self.local,
                 StructType(
                     [
@@ -812,7 +815,7 @@ class _SparkMerge:
             ).collect()
             if inserts_of is not None:
                 matched = sorted({i for r in out for i in json.loads(r["matched"])})
-                pending = inserts_of(matched).drop(_FILE_ID).toArrow()
+                pending = collect_arrow(inserts_of(matched).drop(_FILE_ID))
                 # Small (at most the source): written here, on the driver. When
                 # no task handed out identity values, the driver is their one
                 # writer: it continues from the mark as a single-partition
@@ -886,7 +889,7 @@ class _SparkMerge:
             frame = self.source_in.select(*[f"`{c}`" for c in columns])
             # A lower bound of what the Rust core keeps a row (see SOURCE_KEYS_LIMIT).
             complete = self.num_source * (16 + 9 * len(columns)) <= MergePlan.SOURCE_KEYS_LIMIT
-            keys = frame.toArrow() if complete else to_arrow_schema(frame.schema).empty_table()
+            keys = collect_arrow(frame) if complete else to_arrow_schema(frame.schema).empty_table()
         return {"merge_plan": self.plan, "merge_keys": keys, "merge_keys_complete": complete}
 
     def _duplicate_error(self, staged: DataFrame) -> ValueError:
