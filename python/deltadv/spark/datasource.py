@@ -28,7 +28,8 @@ Options (keys are case-insensitive, as everywhere in Spark):
                               Python data source cannot see)
 ``storage.<KEY>``             storage option ``KEY`` (``storage.AWS_ENDPOINT_URL``, ...)
 ``aws_*``, ``azure_*``,       storage options passed as they are (``AWS_REGION``,
-``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...)
+``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...); they override those
+                              given to ``register_data_source(storage_options=)``
 ``splitSize``                 files larger than this many bytes are read as several
                               tasks, split by row groups, and no partition packs
                               more (default: the session's
@@ -51,6 +52,14 @@ Options (keys are case-insensitive, as everywhere in Spark):
 ============================  =========================================================
 
 Any other option is an error, so a misspelt one cannot be silently ignored.
+
+Credentials: give them to ``register_data_source(spark, storage_options={...})``
+(``deltadv.spark.register``), not as options. Spark Connect writes each query's
+plan, its data source options in clear text, to the event log (classic Spark
+redacts the option keys ``spark.redaction.regex`` matches, Connect does not);
+storage options bound at registration travel only inside the registered class,
+pickled into Spark's Python workers, and reach no plan, ``explain()``, log or
+file under ``spark.local.dir`` (tests/python/test_spark_secrets.py).
 
 Filter pushdown (``option("filterPushdown", "true")``): Spark hands the reader the
 query's simple filters (``pushFilters``); those deltadv can express (comparisons,
@@ -450,46 +459,63 @@ class DeltaDVDataSource(DataSource):
     # The registering session's spark.sql.session.timeZone: what a write commits
     # in when no task reported the zone it ran in (tasks read it from Spark).
     _time_zone: str | None = None
+    # Storage options given to register_data_source(storage_options=...): bound to
+    # the registered subclass (pickled by value into Spark's Python workers), never
+    # in the query's options, so Spark cannot log them with its plans.
+    _storage: Mapping[str, str] = {}
 
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
 
+    def _options(self) -> dict[str, str]:
+        """The query's options, with the registered storage options (``storage.<KEY>``)
+        under those the query gives itself."""
+        given = {_storage_key(k.lower()) for k in self.options}
+        bound = {
+            f"{STORAGE_PREFIX}{k.lower()}": v
+            for k, v in self._storage.items()
+            if k.upper() not in given
+        }
+        return {**bound, **self.options}
+
     def _pinned(self) -> DeltaTable:
-        table = _open_table(self.options)
+        table = _open_table(self._options())
         self._version = table.version()
         return table
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        feed = _change_feed(self.options)
+        opts = self._options()
+        feed = _change_feed(opts)
         if feed is not None:
             schema, _ = self._pinned().cdf_tasks(**feed)
             return from_arrow_schema(schema, prefer_timestamp_ntz=True)
         table = self._pinned()
-        tracked = _row_tracking(self.options)
+        tracked = _row_tracking(opts)
         schema = table.scan_schema(with_row_tracking=True) if tracked else table.schema()
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _storage_options(self.options)  # reject bad options before planning
-        _split_size(self.options)
-        _row_tracking(self.options)
+        opts = self._options()
+        _storage_options(opts)  # reject bad options before planning
+        _split_size(opts)
+        _row_tracking(opts)
         packing = (self._parallelism, self._max_partition_bytes)
-        if _change_feed(self.options) is not None:
-            options = dict(self.options)
+        if _change_feed(opts) is not None:
+            options = dict(opts)
             if self._version is not None and not any(
                 k in options for k in ("endingversion", "endingtimestamp")
             ):
                 # The range ends where schema() saw the table: rows and schema agree.
                 options["endingversion"] = str(self._version)
             return DeltaDVChangeFeedReader(options, schema, packing)
-        pushdown = _pushdown_enabled(self.options)
+        pushdown = _pushdown_enabled(opts)
         version = self._version
         if version is None:  # a user-given schema: Spark did not ask us for one
             version = self._pinned().version()
-        options = dict(self.options)  # plain dict: the reader is pickled to executors
+        options = dict(opts)  # plain dict: the reader is pickled to executors
         for key in (*VERSION_KEYS, TIMESTAMP_KEY):
             options.pop(key, None)
         options["version"] = str(version)
@@ -498,7 +524,7 @@ class DeltaDVDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaDVWriter:
         """``df.write.format("deltadv")``: see the module docs' "Writing"."""
-        return _writer(self.options, schema, overwrite, self._time_zone)
+        return _writer(self._options(), schema, overwrite, self._time_zone)
 
 
 def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
@@ -592,16 +618,29 @@ class DeltaDVChangeFeedReader(DeltaDVPlainReader):
         return _packed(tasks, self._split(), self.parallelism)
 
 
-def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
+def register_data_source(
+    spark: SparkSession,
+    *,
+    filter_pushdown: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+) -> None:
     """Register ``format("deltadv")`` in the session; with ``filter_pushdown``, also
     set ``spark.sql.python.filterPushdown.enabled``, which reads with
     ``option("filterPushdown", "true")`` need (see the module docs for the caveat).
 
     The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
     read here and kept on the registered class: reads pack their scan tasks into
-    partitions with them, as Spark packs files."""
+    partitions with them, as Spark packs files.
+
+    ``storage_options`` (credentials, endpoint, ...) are kept on the registered
+    class too, for every ``format("deltadv")`` read and write of the session
+    (a query's own storage options win over them): unlike reader and writer
+    options, they never appear in Spark's plans, ``explain()`` or event log,
+    where Spark Connect writes a query's options in clear text."""
     parallelism: int | None = default_parallelism(spark)
+    storage = {str(k).upper(): str(v) for k, v in (storage_options or {}).items()}
     attrs = {
+        "_storage": storage,
         "_parallelism": parallelism,
         "_max_partition_bytes": _session_split_size(spark),
         "_time_zone": session_time_zone(spark),
