@@ -60,6 +60,17 @@ def ops(spark, path):
     out["changes"] = sorted([r["id"], r["_change_type"]] for r in changes)
     frame = spark.range(0, 50).select(F.col("id"), (F.col("id") % 3).alias("part"))
     dspark.write_table(frame.selectExpr("id", "part", "'w' AS s"), path + "-w")
+    # Column conditions (a string literal in one): history records them as SQL.
+    import json
+
+    w = dspark.DeltaTable.forPath(spark, path + "-w")
+    out["delete_column"] = clean(w.delete((F.col("id") >= 45) & (F.col("s") == "w")))
+    out["update_column"] = clean(w.update(F.col("id") < 3, {"s": F.lit("u")}))
+    out["predicates"] = [
+        json.loads(h["operationParameters"]["predicate"])
+        for h in w.history().collect()
+        if h["operation"] in ("DELETE", "UPDATE")
+    ]
     out["written"] = sorted(r["id"] for r in dspark.read(spark, path + "-w").collect())
     return out
 """
@@ -111,7 +122,10 @@ def test_every_entry_point_on_spark_connect(
     gone = {i for i in range(N) if i % 5 == 0}
     assert [r[0] for r in _oracle(delta_spark, remote)] == [i for i in range(N) if i not in gone]
     assert _oracle(delta_spark, remote + "-w") == _oracle(delta_spark, classic + "-w")
-    assert [r[0] for r in _oracle(delta_spark, remote + "-w")] == list(range(50))
+    written = _oracle(delta_spark, remote + "-w")
+    assert [r[0] for r in written] == list(range(45))
+    assert [r[2] for r in written] == ["u"] * 3 + ["w"] * 42
+    assert expected["predicates"] == [["(id < 3)"], ["((id >= 45) AND (s = 'w'))"]]
 
 
 TASKS = """
