@@ -93,8 +93,8 @@ slot, in the session time zone Spark hands the task) and returns their add actio
 as its commit message; the driver commits them all once with
 :func:`deltadv.write.commit_files`, through deltadv's Rust transaction (one commit
 a write: ``WRITE`` with ``mode`` ``Append``/``Overwrite``, ``partitionBy`` and
-``predicate`` as Delta Spark's; a write that creates the table commits ``CREATE TABLE
-AS SELECT``, where Delta Spark's ``df.write`` records ``WRITE``). What the writer
+``predicate`` as Delta Spark's, a write that creates the table too, with the mode
+given: ``Append``, ``Overwrite``, or the ``saveMode``). What the writer
 does is decided once, in :meth:`DeltaDVDataSource.writer`, against the table as it is:
 
 ============================  =========================================================
@@ -124,6 +124,12 @@ does is decided once, in :meth:`DeltaDVDataSource.writer`, against the table as 
                               property is an error). Deletion vectors are on unless
                               ``delta.enableDeletionVectors`` is ``false``. On an
                               existing table they are not applied
+``mergeSchema``               ``true``: columns of the data the table lacks are added
+                              (nullable), as Delta Spark's ``mergeSchema``
+``overwriteSchema``           ``true`` with ``mode("overwrite")``: the table's schema and
+                              partitioning (``partitionBy``, none when not given) are
+                              replaced by the data's, as Delta Spark 4.4's (ignored by
+                              an append, as there)
 ``storage.<KEY>``, ``AWS_*``  storage options, as for reads
 ============================  =========================================================
 
@@ -137,7 +143,7 @@ its writer removes its files when its input breaks off, but a Python worker kill
 outright leaves them behind, unreferenced by any commit, until VACUUM. Identity
 values: each task hands them out in its own slot (``index << 33``, unique, not Delta
 Spark's interleaving: the writer does not know the stage's task count). Not supported:
-``mergeSchema``/``overwriteSchema`` and ``saveAsTable`` (no catalog).
+``saveAsTable`` (no catalog).
 """
 
 from __future__ import annotations
@@ -660,8 +666,19 @@ TIME_ZONE_CONF = "spark.sql.session.timeZone"
 PARTITION_BY_KEY = "partitionby"
 REPLACE_WHERE_KEY = "replacewhere"
 SAVE_MODE_KEY = "savemode"
+MERGE_SCHEMA_KEY = "mergeschema"
+OVERWRITE_SCHEMA_KEY = "overwriteschema"
 TABLE_PROPERTY_PREFIX = "delta."
-WRITE_KEYS = frozenset({"path", PARTITION_BY_KEY, REPLACE_WHERE_KEY, SAVE_MODE_KEY})
+WRITE_KEYS = frozenset(
+    {
+        "path",
+        PARTITION_BY_KEY,
+        REPLACE_WHERE_KEY,
+        SAVE_MODE_KEY,
+        MERGE_SCHEMA_KEY,
+        OVERWRITE_SCHEMA_KEY,
+    }
+)
 SAVE_MODES = ("error", "errorifexists", "ignore", "append")
 
 
@@ -694,6 +711,23 @@ def _partition_by(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _flag(options: Mapping[str, str], key: str, name: str) -> bool:
+    value = options.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: {name} must be true or false, not {value!r}")
+    return value == "true"
+
+
+def _schema_mode(options: Mapping[str, str], overwrite: bool) -> str | None:
+    """``overwriteSchema`` (with ``mode("overwrite")``: ``"overwrite"``; ignored
+    by an append, as Delta Spark ignores it) else ``mergeSchema`` (``"merge"``):
+    the ``schema_mode`` of :func:`deltadv.write.write_table`."""
+    merge = _flag(options, MERGE_SCHEMA_KEY, "mergeSchema")
+    if overwrite and _flag(options, OVERWRITE_SCHEMA_KEY, "overwriteSchema"):
+        return "overwrite"
+    return "merge" if merge else None
+
+
 def _write_options(
     options: Mapping[str, str],
 ) -> tuple[dict[str, str], dict[str, str], list[str], str | None, str | None]:
@@ -713,7 +747,8 @@ def _write_options(
     if unknown:
         raise ValueError(
             f"deltadv: unknown write option(s) {sorted(unknown)}; expected path, partitionBy, "
-            "replaceWhere, saveMode, delta.<table property>, storage.<KEY> or "
+            "replaceWhere, saveMode, mergeSchema, overwriteSchema, delta.<table property>, "
+            "storage.<KEY> or "
             "AWS_*/AZURE_*/GOOGLE_* keys"
         )
     parts = _partition_by(options.get(PARTITION_BY_KEY, ""))
@@ -757,8 +792,13 @@ class DeltaDVWriter(DataSourceArrowWriter):
         configuration: dict[str, str],
         predicate: str | None,
         time_zone: str | None,
+        schema_mode: str | None = None,
+        operation_mode: str | None = None,
     ) -> None:
         self.table_uri = table_uri
+        self.schema_mode = schema_mode  # mergeSchema / overwriteSchema
+        # The save mode a create records (WRITE, as Delta Spark's df.write).
+        self.operation_mode = operation_mode
         self.mode = mode  # "error" (create), "append" or "overwrite"
         self.skip = skip  # saveMode ignore on an existing table: nothing written
         self.schema = schema
@@ -802,6 +842,7 @@ class DeltaDVWriter(DataSourceArrowWriter):
             identity_slot=task_slot(),
             time_zone=zone or "UTC",
             predicate=self.predicate,
+            schema_mode=self.schema_mode,  # type: ignore[arg-type]
         )
         return DeltaDVCommitMessage(adds, zone)
 
@@ -829,6 +870,9 @@ class DeltaDVWriter(DataSourceArrowWriter):
             enable_deletion_vectors=self._enable_dvs(),
             predicate=self.predicate,
             time_zone=zone or "UTC",
+            schema_mode=self.schema_mode,  # type: ignore[arg-type]
+            operation="WRITE",
+            operation_mode=self.operation_mode,  # type: ignore[arg-type]
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -837,6 +881,20 @@ class DeltaDVWriter(DataSourceArrowWriter):
         adds = self._adds(messages)
         if adds:
             remove_files(self.table_uri, adds, storage_options=self.storage_options)
+
+
+def _as_nullable(field: pa.Field) -> pa.Field:
+    """``field`` and everything nested in it nullable (Spark's ``asNullable``)."""
+    t = field.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_as_nullable(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(_as_nullable(t.value_field))
+    elif pa.types.is_list(t):
+        t = pa.list_(_as_nullable(t.value_field))
+    elif pa.types.is_map(t):
+        t = pa.map_(t.key_field, _as_nullable(t.item_field))
+    return field.with_type(t).with_nullable(True)
 
 
 def _writer(
@@ -858,6 +916,7 @@ def _writer(
     storage, configuration, parts, predicate, save_mode = _write_options(options)
     if predicate is not None and not overwrite:
         raise ValueError('deltadv: option replaceWhere needs mode("overwrite")')
+    schema_mode = _schema_mode(options, overwrite)
     if save_mode is not None and overwrite:
         raise ValueError(
             f'deltadv: option saveMode={save_mode!r} goes with mode("append") '
@@ -877,7 +936,7 @@ def _writer(
         skip = save_mode == "ignore"
         mode = "overwrite" if overwrite else "append"
         table_parts = list(existing.metadata().get("partitionColumns") or [])
-        if parts and parts != table_parts and not skip:
+        if parts and parts != table_parts and not skip and schema_mode != "overwrite":
             raise ValueError(
                 f"deltadv: partitionBy {parts} differs from the table's partition columns "
                 f"{table_parts} at {existing.table_uri}"
@@ -885,7 +944,12 @@ def _writer(
         configuration = {}  # table properties are set when the table is created
     else:
         mode = "overwrite" if overwrite else "error"  # Delta's append creates the table too
+    # Every column nullable, as Delta Spark's df.write makes a table's schema from
+    # a DataFrame's (NOT NULL comes only from DDL); the data may still be non-null.
     arrow_schema = to_arrow_schema(schema)
+    arrow_schema = pa.schema(
+        [_as_nullable(f) for f in arrow_schema], metadata=arrow_schema.metadata
+    )
     table_schema = None
     mapping = configuration.get("delta.columnMapping.mode", "none").strip().lower()
     if existing is None and mapping != "none":
@@ -902,4 +966,6 @@ def _writer(
         configuration=configuration,
         predicate=predicate,
         time_zone=time_zone,
+        schema_mode=schema_mode,
+        operation_mode="overwrite" if overwrite else (save_mode or "append"),
     )
