@@ -170,3 +170,32 @@ def test_task_rows_without_sparkcontext_or_shuffle(
     assert got["split"] == 128 * 1024 * 1024
     assert got["partitions"] == 2
     assert got["single_partitions"] == 3
+
+
+def test_default_parallelism_measured_once_per_session(delta_spark: Any) -> None:
+    """On a master that is not ``local[N]`` and without a parallelism setting,
+    the default parallelism is measured with one small job per session: a
+    second call does not run it again, a new session measures again."""
+    from deltadv.spark._tasks import default_parallelism
+
+    class Conf:
+        def get(self, key: str, default: Any = None) -> Any:
+            if key == "spark.master":
+                return "spark://127.0.0.1:7077"
+            if "parallelism" in key.lower():
+                return None
+            return delta_spark.conf.get(key, default)
+
+    class Session:
+        def __init__(self) -> None:
+            self.conf = Conf()
+            self.jobs = 0
+
+        def range(self, *args: Any) -> Any:
+            self.jobs += 1
+            return delta_spark.range(*args)
+
+    first, second = Session(), Session()
+    assert default_parallelism(first) == 2 and first.jobs == 1  # local[2] underneath
+    assert default_parallelism(first) == 2 and first.jobs == 1
+    assert default_parallelism(second) == 2 and second.jobs == 1
