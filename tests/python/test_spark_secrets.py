@@ -1,10 +1,11 @@
 """Storage credentials never leave the driver's memory except inside the Python
 functions Spark ships to its executors: not in task JSON or reprs, not in
 ``explain()``, not in Spark's event log, and not in any file under
-``spark.local.dir`` (task rows are distributed with ``parallelize``, so there is
-no shuffle of them to spill). Exercised on a real S3-compatible server (moto on
-127.0.0.1) with a sentinel secret, through every Spark path that reads a table:
-``deltadv.spark.read``, the ``deltadv`` data source, and a Spark-side DELETE.
+``spark.local.dir`` (task rows are made without a shuffle, so there is none of
+them to spill). Exercised on a real S3-compatible server (moto on 127.0.0.1) with
+a sentinel secret, through every Spark path that reads or writes a table:
+``deltadv.spark.read``, the ``deltadv`` data source (reads and ``df.write``), and a
+Spark-side DELETE, on classic and Spark Connect sessions.
 """
 
 from __future__ import annotations
