@@ -109,6 +109,8 @@ class _WriteOptions(TypedDict, total=False):
     table_schema: str | None
     identity_slots: int | None
     time_zone: str | None
+    operation: str | None
+    operation_mode: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 

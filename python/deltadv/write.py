@@ -26,6 +26,7 @@ from deltadv.table import TARGET_FILE_SIZE, DeltaTable
 
 Mode = Literal["error", "append", "overwrite", "ignore"]
 SchemaMode = Literal["merge", "overwrite"]
+Operation = Literal["CREATE TABLE AS SELECT", "WRITE"]
 
 
 def _stream(data: Any, schema: pa.Schema | None) -> Any:
@@ -131,6 +132,7 @@ def write_files(
     identity_slots: int | None = None,
     time_zone: str = "UTC",
     predicate: str | None = None,
+    schema_mode: SchemaMode | None = None,
 ) -> list[dict[str, Any]]:
     """Write ``data`` (Arrow data, or an iterable of record batches with
     ``schema``) as data files of a table, WITHOUT committing them; returns
@@ -164,7 +166,9 @@ def write_files(
 
     With ``mode="overwrite"`` and ``predicate`` (``replaceWhere``), every row
     must satisfy the predicate (ValueError otherwise, the files removed); give
-    :func:`commit_files` the same predicate.
+    :func:`commit_files` the same predicate. ``schema_mode`` (as
+    :func:`write_table`'s): the files are written for the evolved schema; give
+    :func:`commit_files` the same ``schema_mode`` and ``schema``.
     """
     adds = _core.write_files(
         table_uri,
@@ -183,6 +187,7 @@ def write_files(
         identity_slots=identity_slots,
         time_zone=time_zone,
         predicate=predicate,
+        schema_mode=schema_mode,
     )
     return [json.loads(a) for a in adds]
 
@@ -200,6 +205,9 @@ def commit_files(
     table_schema: str | None = None,
     predicate: str | None = None,
     time_zone: str = "UTC",
+    schema_mode: SchemaMode | None = None,
+    operation: Operation = "CREATE TABLE AS SELECT",
+    operation_mode: Mode | None = None,
 ) -> int:
     """Commit data files already written under ``table_uri`` (``adds``: their add
     actions, e.g. from :func:`write_files`; deletion vectors allowed). With
@@ -225,7 +233,14 @@ def commit_files(
     (creating the table if absent), or with ``predicate`` (SQL text, Delta
     Spark's ``replaceWhere``, read in ``time_zone`` as :func:`write_table`'s)
     only the rows it matches; ``mode="ignore"`` commits nothing on an existing
-    table."""
+    table. ``schema_mode``: as :func:`write_table`'s (the schema evolved to
+    ``schema``).
+
+    A commit that creates the table records ``operation``: ``"CREATE TABLE AS
+    SELECT"`` (``partitionBy``), or ``"WRITE"`` with ``mode`` ``operation_mode``
+    (default ``mode``; ``"append"`` records ``Append``) and ``partitionBy``, as
+    Delta Spark's ``df.write.format("delta").save(path)`` records a new table.
+    Appends and overwrites of an existing table record ``WRITE`` either way."""
     return _core.commit_files(
         table_uri,
         dict(storage_options or {}),
@@ -238,6 +253,9 @@ def commit_files(
         enable_deletion_vectors=enable_deletion_vectors,
         predicate=predicate,
         time_zone=time_zone,
+        schema_mode=schema_mode,
+        operation=operation,
+        operation_mode=operation_mode,
     )
 
 

@@ -13,6 +13,7 @@ use pyo3::types::PyDict;
 
 use crate::expr::TimeZone;
 use crate::write::changes::DmlOptions;
+use crate::write::create::CreateOperation;
 use crate::write::data::{WriterOptions, DEFAULT_TARGET_FILE_SIZE};
 use crate::write::delete::{DeleteOptions, DEFAULT_DV_FILE_TARGET_SIZE};
 use crate::write::files::{SaveMode, SchemaMode, WriteOptions};
@@ -373,6 +374,11 @@ pub(super) struct WriteArgs {
     pub identity_slots: Option<u64>,
     /// The session time zone (`time_zone`, an IANA name or an offset).
     pub time_zone: TimeZone,
+    /// How a commit that creates the table is recorded: `"CREATE TABLE AS
+    /// SELECT"` (None) or `"WRITE"`, with `operation_mode` (default: `mode`)
+    /// as its `mode` parameter.
+    pub operation: Option<String>,
+    pub operation_mode: Option<String>,
 }
 
 impl Default for WriteArgs {
@@ -393,6 +399,8 @@ impl Default for WriteArgs {
             table_schema: None,
             identity_slots: None,
             time_zone: TimeZone::utc(),
+            operation: None,
+            operation_mode: None,
         }
     }
 }
@@ -419,10 +427,14 @@ impl WriteArgs {
                 "table_schema",
                 "identity_slots",
                 "time_zone",
+                "operation",
+                "operation_mode",
             ],
         )?;
         let d = Self::default();
         Ok(WriteArgs {
+            operation: kw.get("operation", d.operation)?,
+            operation_mode: kw.get("operation_mode", d.operation_mode)?,
             cluster_by: kw.get("cluster_by", d.cluster_by.clone())?,
             predicate: kw.get("predicate", d.predicate)?,
             schema_mode: kw.get("schema_mode", d.schema_mode)?,
@@ -447,8 +459,31 @@ impl WriteArgs {
     /// The write options, and the schema bytes apart (read later, with the
     /// GIL released).
     pub fn write_options(self) -> crate::Result<(WriteOptions, Option<Vec<u8>>)> {
+        let mode = SaveMode::parse(&self.mode)?;
+        let create_operation = match self.operation.as_deref() {
+            None | Some("CREATE TABLE AS SELECT") => CreateOperation::CreateTableAsSelect,
+            Some("WRITE") => CreateOperation::Write {
+                mode: match self.operation_mode.as_deref() {
+                    Some(m) => SaveMode::parse(m)?,
+                    None => mode,
+                }
+                .spark_name(),
+            },
+            Some(other) => {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "operation {other:?} is not supported (expected \"CREATE TABLE AS \
+                     SELECT\" or \"WRITE\")"
+                )))
+            }
+        };
+        if self.operation_mode.is_some() && self.operation.as_deref() != Some("WRITE") {
+            return Err(crate::Error::InvalidArgument(
+                "operation_mode is only allowed with operation=\"WRITE\"".into(),
+            ));
+        }
         let options = WriteOptions {
-            mode: SaveMode::parse(&self.mode)?,
+            create_operation,
+            mode,
             predicate: self.predicate,
             schema_mode: SchemaMode::parse(self.schema_mode.as_deref())?,
             partition_by: self.partition_by,

@@ -137,7 +137,10 @@ pub fn write_files(
 /// or append. On failure the files are removed. Returns the version.
 ///
 /// Options (keywords): `mode`, `schema_ipc`, `table_schema`, `partition_by`,
-/// `configuration`, `enable_deletion_vectors`.
+/// `configuration`, `enable_deletion_vectors`, `predicate`, `schema_mode`,
+/// `time_zone`, and for a commit that creates the table `operation`
+/// (`"CREATE TABLE AS SELECT"`, the default, or `"WRITE"`) with
+/// `operation_mode` (the save mode `"WRITE"` records; default `mode`).
 #[pyfunction]
 #[pyo3(signature = (table_uri, storage_options, adds, **options))]
 pub fn commit_files(

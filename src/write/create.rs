@@ -17,6 +17,31 @@ use crate::log::features::{self, ENABLE_DELETION_VECTORS, ENABLE_ROW_TRACKING};
 use crate::log::schema::StructType;
 use crate::table::snapshot::Snapshot;
 
+/// How the commit that creates a table is recorded (`commitInfo.operation`
+/// and its `operationParameters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CreateOperation {
+    /// `CREATE TABLE AS SELECT` with `partitionBy` (Delta Spark's CTAS;
+    /// deltadv's `write_table`).
+    #[default]
+    CreateTableAsSelect,
+    /// `WRITE` with `mode` (the DataFrameWriter's save mode, as Spark names
+    /// it: `Append`, `Overwrite`, `ErrorIfExists`, `Ignore`) and
+    /// `partitionBy`: what Delta Spark's `df.write.format("delta").save(path)`
+    /// records when it creates the table.
+    Write { mode: &'static str },
+}
+
+impl CreateOperation {
+    /// The `commitInfo.operation` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CreateOperation::CreateTableAsSelect => "CREATE TABLE AS SELECT",
+            CreateOperation::Write { .. } => "WRITE",
+        }
+    }
+}
+
 /// How a table is created.
 #[derive(Debug, Clone, Default)]
 pub struct CreateOptions {
@@ -27,6 +52,8 @@ pub struct CreateOptions {
     pub enable_deletion_vectors: bool,
     /// Liquid clustering columns (`CLUSTER BY`; nested fields dot-separated).
     pub cluster_by: Vec<String>,
+    /// How the commit is recorded.
+    pub operation: CreateOperation,
 }
 
 /// Commit version 0 of a new table at `store` with `schema` and the data files
@@ -104,6 +131,9 @@ pub async fn create_table(
     }
     features::check_append(&protocol, &metadata, schema)?;
     let mut parameters = Map::new();
+    if let CreateOperation::Write { mode } = options.operation {
+        parameters.insert("mode".into(), json!(mode));
+    }
     parameters.insert(
         "partitionBy".into(),
         json!(serde_json::to_string(&options.partition_by).unwrap_or_default()),
@@ -122,7 +152,7 @@ pub async fn create_table(
             .collect(),
         metrics,
     };
-    let outcome = Transaction::create(store.clone(), protocol, metadata, "CREATE TABLE AS SELECT")
+    let outcome = Transaction::create(store.clone(), protocol, metadata, options.operation.name())
         .with_parameters(parameters)
         .blind_append()
         .commit(&mut changes)

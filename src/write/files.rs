@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use arrow_array::RecordBatchReader;
 
 use super::append::{append_files_with, check_appendable};
-use super::create::{create_table, CreateOptions};
+use super::create::{create_table, CreateOperation, CreateOptions};
 use super::data::rules::{Identity, IdentitySlot};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
 use super::overwrite::{overwrite_files, OverwriteOptions};
@@ -57,6 +57,17 @@ impl SaveMode {
                 "mode {other:?} is not supported (expected \"error\", \"append\", \
                  \"overwrite\" or \"ignore\")"
             ))),
+        }
+    }
+
+    /// The name Spark gives the mode (`SaveMode` in the JVM), as Delta Spark
+    /// records it in `operationParameters.mode`.
+    pub fn spark_name(self) -> &'static str {
+        match self {
+            SaveMode::ErrorIfExists => "ErrorIfExists",
+            SaveMode::Append => "Append",
+            SaveMode::Overwrite => "Overwrite",
+            SaveMode::Ignore => "Ignore",
         }
     }
 
@@ -114,6 +125,8 @@ pub struct WriteOptions {
     /// [`write_files`]: which of the writers of one commit this one is;
     /// identity values are handed out in its slot (none: refused).
     pub identity_slot: Option<IdentitySlot>,
+    /// How a commit that creates the table is recorded.
+    pub create_operation: CreateOperation,
 }
 
 impl Default for WriteOptions {
@@ -128,6 +141,7 @@ impl Default for WriteOptions {
             predicate: None,
             schema_mode: None,
             identity_slot: None,
+            create_operation: CreateOperation::default(),
         }
     }
 }
@@ -693,6 +707,7 @@ async fn commit_to(
                     .collect(),
                 enable_deletion_vectors: options.enable_deletion_vectors,
                 cluster_by: options.cluster_by.clone(),
+                operation: options.create_operation,
             };
             create_table(store, &layout.schema, adds, &create).await
         }
@@ -799,6 +814,55 @@ mod tests {
             "tags": {"other": "kept"}
         }))
         .unwrap()
+    }
+
+    /// A create records `CREATE TABLE AS SELECT` (partitionBy) by default,
+    /// and `WRITE` with the save mode Delta Spark's df.write records when asked.
+    #[test]
+    fn a_create_is_recorded_as_its_operation() {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator};
+
+        use crate::io::block_on;
+
+        let data: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let batch = RecordBatch::try_from_iter([("id", data)]).unwrap();
+        let cases = [
+            (
+                CreateOperation::CreateTableAsSelect,
+                "CREATE TABLE AS SELECT",
+                None,
+            ),
+            (
+                CreateOperation::Write {
+                    mode: SaveMode::Append.spark_name(),
+                },
+                "WRITE",
+                Some("Append"),
+            ),
+        ];
+        for (operation, name, mode) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let store =
+                TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+            let options = WriteOptions {
+                create_operation: operation,
+                ..Default::default()
+            };
+            let reader = RecordBatchIterator::new(vec![Ok(batch.clone())], batch.schema());
+            block_on(write_table(&store, reader, &options))
+                .unwrap()
+                .unwrap();
+            let snapshot = block_on(Snapshot::load(store.clone(), None))
+                .unwrap()
+                .unwrap();
+            let history = block_on(snapshot.history(None)).unwrap().unwrap();
+            assert_eq!(history[0]["operation"], name);
+            let parameters = &history[0]["operationParameters"];
+            assert_eq!(parameters.get("mode").and_then(|m| m.as_str()), mode);
+            assert_eq!(parameters["partitionBy"], "[]");
+        }
     }
 
     #[test]

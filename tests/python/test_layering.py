@@ -190,10 +190,9 @@ GLUE_OWN_PREFIX = "deltadv.spark"
 #: on Spark Connect, so python/deltadv uses none (issue 26): settings come from
 #: ``spark.conf``, plans from ``explain``, task rows from ``spark.range``.
 JVM_HANDLES = frozenset({"_jdf", "_jsparkSession", "_jvm", "_jsc", "_jc", "sparkContext"})
-#: The one exception, (module, function) -> handles: the DELETE/UPDATE condition's
-#: resolved SQL for the history on classic Spark (no public API gives it; on Spark
-#: Connect a string condition is recorded as given, a Column refused).
-JVM_ALLOWED = {("spark/dml.py", "_condition_sql"): {"_jdf"}}
+#: Exceptions, (module, function) -> handles: none left (the DELETE/UPDATE
+#: condition's SQL for the history comes from public API on both sessions).
+JVM_ALLOWED: dict[tuple[str, str], set[str]] = {}
 
 
 def _is_glue_own(module: str) -> bool:
@@ -279,7 +278,7 @@ def _jvm_uses(source: str) -> list[tuple[str, str]]:
 
 def test_no_jvm_handles_in_deltadv() -> None:
     """Spark Connect everywhere (issue 26): no SparkContext, py4j or JVM handle in
-    python/deltadv, the one allowance apart."""
+    python/deltadv."""
     modules = sorted(PACKAGE.rglob("*.py"))
     assert any(m.name == "_tasks.py" for m in modules)
     seen: set[tuple[str, str]] = set()

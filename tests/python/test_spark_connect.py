@@ -60,6 +60,17 @@ def ops(spark, path):
     out["changes"] = sorted([r["id"], r["_change_type"]] for r in changes)
     frame = spark.range(0, 50).select(F.col("id"), (F.col("id") % 3).alias("part"))
     dspark.write_table(frame.selectExpr("id", "part", "'w' AS s"), path + "-w")
+    # Column conditions (a string literal in one): history records them as SQL.
+    import json
+
+    w = dspark.DeltaTable.forPath(spark, path + "-w")
+    out["delete_column"] = clean(w.delete((F.col("id") >= 45) & (F.col("s") == "w")))
+    out["update_column"] = clean(w.update(F.col("id") < 3, {"s": F.lit("u")}))
+    out["predicates"] = [
+        json.loads(h["operationParameters"]["predicate"])
+        for h in w.history().collect()
+        if h["operation"] in ("DELETE", "UPDATE")
+    ]
     out["written"] = sorted(r["id"] for r in dspark.read(spark, path + "-w").collect())
     return out
 """
@@ -111,7 +122,10 @@ def test_every_entry_point_on_spark_connect(
     gone = {i for i in range(N) if i % 5 == 0}
     assert [r[0] for r in _oracle(delta_spark, remote)] == [i for i in range(N) if i not in gone]
     assert _oracle(delta_spark, remote + "-w") == _oracle(delta_spark, classic + "-w")
-    assert [r[0] for r in _oracle(delta_spark, remote + "-w")] == list(range(50))
+    written = _oracle(delta_spark, remote + "-w")
+    assert [r[0] for r in written] == list(range(45))
+    assert [r[2] for r in written] == ["u"] * 3 + ["w"] * 42
+    assert expected["predicates"] == [["(id < 3)"], ["((id >= 45) AND (s = 'w'))"]]
 
 
 TASKS = """
@@ -156,3 +170,32 @@ def test_task_rows_without_sparkcontext_or_shuffle(
     assert got["split"] == 128 * 1024 * 1024
     assert got["partitions"] == 2
     assert got["single_partitions"] == 3
+
+
+def test_default_parallelism_measured_once_per_session(delta_spark: Any) -> None:
+    """On a master that is not ``local[N]`` and without a parallelism setting,
+    the default parallelism is measured with one small job per session: a
+    second call does not run it again, a new session measures again."""
+    from deltadv.spark._tasks import default_parallelism
+
+    class Conf:
+        def get(self, key: str, default: Any = None) -> Any:
+            if key == "spark.master":
+                return "spark://127.0.0.1:7077"
+            if "parallelism" in key.lower():
+                return None
+            return delta_spark.conf.get(key, default)
+
+    class Session:
+        def __init__(self) -> None:
+            self.conf = Conf()
+            self.jobs = 0
+
+        def range(self, *args: Any) -> Any:
+            self.jobs += 1
+            return delta_spark.range(*args)
+
+    first, second = Session(), Session()
+    assert default_parallelism(first) == 2 and first.jobs == 1  # local[2] underneath
+    assert default_parallelism(first) == 2 and first.jobs == 1
+    assert default_parallelism(second) == 2 and second.jobs == 1

@@ -69,15 +69,13 @@ def test_create_append_overwrite_match_delta_spark(dspark: Any, tmp_path: Path) 
     _both(_df(spark, 100, 105, 3), ours, twin, "overwrite")
     assert _rows(spark, ours) == _rows(spark, twin)
     assert [r[0] for r in _rows(spark, ours)] == list(range(100, 105))
-    # One commit per write, each one Delta Spark's history accepts.
+    # One commit per write, each recorded as Delta Spark's df.write records it:
+    # WRITE with mode ErrorIfExists (the create), Append, Overwrite; partitionBy [].
     history, twin_history = _history(spark, ours), _history(spark, twin)
     assert [v for v, _, _ in history] == [0, 1, 2]
-    # The create: deltadv commits CREATE TABLE AS SELECT where Delta Spark's df.write
-    # records WRITE (mode ErrorIfExists); both with partitionBy [].
-    assert history[0][1] == "CREATE TABLE AS SELECT" and twin_history[0][1] == "WRITE"
-    assert history[0][2]["partitionBy"] == twin_history[0][2]["partitionBy"]
-    assert history[1:] == twin_history[1:]  # WRITE, mode Append / Overwrite, partitionBy []
-    assert history[1][1] == "WRITE" and history[2][2]["mode"] == "Overwrite"
+    assert history == twin_history
+    assert [h[1] for h in history] == ["WRITE"] * 3
+    assert [h[2]["mode"] for h in history] == ["ErrorIfExists", "Append", "Overwrite"]
     # The table was created with deletion vectors (deltadv's default).
     assert (
         DeltaTable(str(ours)).metadata()["configuration"]["delta.enableDeletionVectors"] == "true"
@@ -90,6 +88,40 @@ def test_append_creates_the_table_as_delta(dspark: Any, tmp_path: Path) -> None:
     _both(_df(spark, 0, 7), ours, twin, "append")
     assert _rows(spark, ours) == _rows(spark, twin)
     assert len(_rows(spark, ours)) == 7
+    # Recorded as Delta Spark's: WRITE, mode Append, on the create too.
+    assert _history(spark, ours) == _history(spark, twin)
+    assert _history(spark, ours)[0][2]["mode"] == "Append"
+    # An overwrite that creates the table: WRITE, mode Overwrite, partitioned.
+    ours2, twin2 = tmp_path / "ours2", tmp_path / "twin2"
+    _both(_df(spark, 0, 9), ours2, twin2, "overwrite", partitionBy="p")
+    assert _rows(spark, ours2) == _rows(spark, twin2)
+    assert _history(spark, ours2) == _history(spark, twin2)
+    assert _history(spark, ours2)[0][1:] == ("WRITE", {"mode": "Overwrite", "partitionBy": '["p"]'})
+
+
+def test_merge_schema_and_overwrite_schema_as_delta_spark(dspark: Any, tmp_path: Path) -> None:
+    """``mergeSchema`` adds the data's new columns (an append); ``overwriteSchema``
+    with an overwrite replaces the schema and the partitioning: the same rows,
+    schema, partition columns and history as Delta Spark's df.write."""
+    spark = dspark
+    ours, twin = tmp_path / "ours", tmp_path / "twin"
+    _both(_df(spark, 0, 10), ours, twin, "error", partitionBy="p")
+    wider = _df(spark, 10, 16).selectExpr("*", "id * 2 AS extra")
+    with pytest.raises(Exception, match="schema evolution"):  # without mergeSchema
+        wider.write.format("deltadv").mode("append").save(str(ours))
+    assert DeltaTable(str(ours)).version() == 0
+    _both(wider, ours, twin, "append", mergeSchema="true")
+    assert _rows(spark, ours) == _rows(spark, twin)
+    assert len(_rows(spark, ours)) == 16
+    assert DeltaTable(str(ours)).schema() == DeltaTable(str(twin)).schema()
+    other = spark.range(0, 5, 1, 2).selectExpr("CAST(id AS STRING) AS k", "id AS v")
+    _both(other, ours, twin, "overwrite", overwriteSchema="true", partitionBy="k")
+    assert _rows(spark, ours) == _rows(spark, twin)
+    assert [r[0] for r in _rows(spark, ours)] == [str(i) for i in range(5)]
+    assert DeltaTable(str(ours)).schema() == DeltaTable(str(twin)).schema()
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{ours}`").collect()[0]
+    assert list(detail["partitionColumns"]) == ["k"]
+    assert _history(spark, ours) == _history(spark, twin)
 
 
 def test_replace_where_partition_by_and_violation(dspark: Any, tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 """Storage credentials never leave the driver's memory except inside the Python
 functions Spark ships to its executors: not in task JSON or reprs, not in
 ``explain()``, not in Spark's event log, and not in any file under
-``spark.local.dir`` (task rows are distributed with ``parallelize``, so there is
-no shuffle of them to spill). Exercised on a real S3-compatible server (moto on
-127.0.0.1) with a sentinel secret, through every Spark path that reads a table:
-``deltadv.spark.read``, the ``deltadv`` data source, and a Spark-side DELETE.
+``spark.local.dir`` (task rows are made without a shuffle, so there is none of
+them to spill). Exercised on a real S3-compatible server (moto on 127.0.0.1) with
+a sentinel secret, through every Spark path that reads or writes a table:
+``deltadv.spark.read``, the ``deltadv`` data source (reads and ``df.write``), and a
+Spark-side DELETE, on classic and Spark Connect sessions.
 """
 
 from __future__ import annotations
@@ -117,8 +118,39 @@ def test_no_secret_in_tasks_plans_event_log_or_local_disk(
     assert _files_holding(local_dir, needle) == []
 
 
+def _written(spark: Any, uri: str, opts: dict[str, str]) -> list[int]:
+    return sorted(r["id"] for r in dspark.read(spark, uri, storage_options=opts).collect())
+
+
+def test_no_secret_from_df_write(spark: Any, s3_table: tuple[str, dict[str, str]]) -> None:
+    """``df.write.format("deltadv")`` on a classic session, credentials given both
+    ways (writer options, redacted by classic Spark's ``spark.redaction.regex``,
+    and ``register(storage_options=)``): a create and an append on the S3 server;
+    no secret in the plans, the event log or ``spark.local.dir``."""
+    uri, opts = s3_table
+    conf = spark.sparkContext.getConf()
+    event_dir = Path(conf.get("spark.eventLog.dir").removeprefix("file:"))
+    local_dir = Path(conf.get("spark.local.dir"))
+    target = uri.rsplit("/", 1)[0] + "/written_classic"
+    first = spark.range(0, 40, numPartitions=2)
+    plan = _explain(first)
+    dspark.register(spark)
+    first.write.format("deltadv").mode("append").options(**opts).save(target)
+    dspark.register(spark, storage_options=opts)
+    spark.range(40, 60, numPartitions=2).write.format("deltadv").mode("append").save(target)
+    assert _written(spark, target, opts) == list(range(60))
+    again = spark.read.format("deltadv").load(target)
+    assert sorted(r["id"] for r in again.collect()) == list(range(60))
+    for text in (plan, _explain(again)):
+        assert SECRET not in text
+    assert _files_holding(event_dir, SECRET.encode()) == []
+    assert _files_holding(local_dir, SECRET.encode()) == []
+
+
 #: The Spark Connect client's part (run by the ``spark_connect`` fixture): plans
-#: and the rows of every entry point, with the secret given as a storage option.
+#: and the rows of every entry point, with the secret given as a storage option
+#: where deltadv takes it: deltadv functions' ``storage_options`` and
+#: ``register(spark, storage_options=)`` for ``format("deltadv")``.
 CONNECT_READS = """
 import contextlib, io
 from deltadv import spark as dspark
@@ -130,21 +162,27 @@ def explain(df):
         df.explain(mode="extended")
     return out.getvalue()
 
-uri, opts = ARGS["uri"], ARGS["opts"]
+uri, opts, target = ARGS["uri"], ARGS["opts"], ARGS["target"]
 out = {"plans": [], "ids": []}
 df = dspark.read(spark, uri, storage_options=opts)
 out["plans"].append(explain(df))
 out["ids"].append(sorted(r["id"] for r in df.select("id").collect()))
-dspark.register(spark)
-# Planned, not run: Spark Connect logs the plan of each query it runs, reader
-# options in clear text, to the event log (Spark's doing, not deltadv's): on
-# Connect, credentials must not be passed as reader options.
-ds = spark.read.format("deltadv").options(**opts).load(uri)
+# Credentials bound to the registered data source: never in the query's options
+# (which Spark Connect writes to the event log in clear text).
+dspark.register(spark, storage_options=opts)
+ds = spark.read.format("deltadv").load(uri)
 out["plans"].append(explain(ds))
+out["ids"].append(sorted(r["id"] for r in ds.select("id").collect()))
 dspark.DeltaTable.forPath(spark, uri, storage_options=opts).delete("id % 7 = 0")
 after = dspark.read(spark, uri, storage_options=opts)
 out["plans"].append(explain(after))
 out["ids"].append(sorted(r["id"] for r in after.select("id").collect()))
+new = spark.range(0, 30, numPartitions=2)
+new.write.format("deltadv").mode("append").save(target)
+spark.range(30, 50, numPartitions=2).write.format("deltadv").mode("append").save(target)
+back = spark.read.format("deltadv").load(target)
+out["plans"].append(explain(back))
+out["ids"].append(sorted(r["id"] for r in back.collect()))
 from deltadv import DeltaTable
 rows = task_frame(spark, [(t.json,) for t in DeltaTable(uri, storage_options=opts).scan_tasks()],
                   "task string").collect()
@@ -158,9 +196,11 @@ def test_no_secret_on_spark_connect(
 ) -> None:
     """The same on Spark Connect: the client's plans and task rows, and the event
     log and local disk of the server (the JVM of ``spark``), hold no secret after
-    a read and a DELETE (storage options inside their pickled functions). The data
-    source is only planned here: Spark Connect writes the plans of the queries it
-    runs to the event log, reader options (``.options(**storage)``) in clear."""
+    a read, a ``format("deltadv")`` read, a DELETE and two ``df.write`` appends
+    (the first creates the table): storage options inside their pickled functions
+    or bound to the registered data source class. (Options given to
+    ``.option(...)`` would be in the event log: Spark Connect logs each query's
+    plan, options in clear text.)"""
     uri, opts = s3_table
     conf = spark.sparkContext.getConf()
     event_dir = Path(conf.get("spark.eventLog.dir").removeprefix("file:"))
@@ -169,13 +209,38 @@ def test_no_secret_on_spark_connect(
     table = DeltaTable(uri, storage_options=opts)
     current = sorted(r["id"] for r in dspark.read(spark, uri, storage_options=opts).collect())
     assert set(current) <= set(before) and table.version() >= 0
-    out = spark_connect(CONNECT_READS, uri=uri, opts=opts)
+    target = uri.rsplit("/", 1)[0] + "/written_connect"
+    out = spark_connect(CONNECT_READS, uri=uri, opts=opts, target=target)
     assert out["ids"][0] == current
-    assert out["ids"][1] == [i for i in current if i % 7]
+    assert out["ids"][1] == current
+    assert out["ids"][2] == [i for i in current if i % 7]
+    assert out["ids"][3] == list(range(50))
+    assert _written(spark, target, opts) == list(range(50))
     assert len(out["rows"]) == FILES and all(SECRET not in r for r in out["rows"])
     for plan in out["plans"]:
         assert "== Physical Plan ==" in plan and SECRET not in plan
     assert "Exchange" not in out["plans"][0], "task rows must not be shuffled"
     needle = SECRET.encode()
+    logs = [p for p in event_dir.rglob("*") if p.is_file()]
+    # The server logged the client's operations (so options in them would be found).
+    assert any(b"ConnectOperationStarted" in p.read_bytes() for p in logs)
     assert _files_holding(event_dir, needle) == []
     assert _files_holding(local_dir, needle) == []
+
+
+def test_registered_storage_options_under_query_options() -> None:
+    """Storage options bound at registration reach the reader and writer; a
+    query's own storage options win over them (case-insensitive keys)."""
+    from deltadv.spark.datasource import DeltaDVDataSource, _storage_options
+
+    bound = type(
+        "DeltaDVDataSource",
+        (DeltaDVDataSource,),
+        {"_storage": {"AWS_REGION": "r1", "AWS_SECRET_ACCESS_KEY": SECRET}},
+    )
+    source = bound({"path": "s3://b/t", "aws_region": "r2"})
+    assert _storage_options(source._options()) == {
+        "AWS_REGION": "r2",
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+    }
+    assert _storage_options(DeltaDVDataSource({"path": "p"})._options()) == {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,13 +77,20 @@ def broadcast_threshold(spark: Any) -> int:
     return conf_bytes(spark, "spark.sql.autoBroadcastJoinThreshold", DEFAULT_BROADCAST_THRESHOLD)
 
 
+#: The default parallelism measured per session (with a job): weakly keyed by
+#: the session object, so a new session measures again and a dropped one is
+#: forgotten.
+_MEASURED_PARALLELISM: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
 def default_parallelism(spark: Any) -> int:
     """How many partitions Spark gives a leaf of local rows or a ``range``
     (``SparkSession.leafNodeDefaultParallelism``), read without a SparkContext so
     that it works on Spark Connect too: ``spark.sql.leafNodeDefaultParallelism``,
     else ``spark.default.parallelism``, else the cores of a ``local[N]`` master
     (``local[*]``: this machine's), else measured: the partitions of a
-    ``spark.range`` (one small job, no shuffle: its last row's partition)."""
+    ``spark.range`` (one small job, no shuffle: its last row's partition), once
+    per session."""
     import os
 
     from pyspark.sql import functions as F
@@ -98,8 +106,13 @@ def default_parallelism(spark: Any) -> int:
         if cores is None:
             return 1
         return max(1, os.cpu_count() or 1) if cores == "*" else max(1, int(cores))
+    cached = _MEASURED_PARALLELISM.get(spark)
+    if cached is not None:
+        return cached
     last = spark.range(0, 1 << 16).select(F.spark_partition_id()).tail(1)
-    return int(last[0][0]) + 1 if last else 1
+    measured = int(last[0][0]) + 1 if last else 1
+    _MEASURED_PARALLELISM[spark] = measured
+    return measured
 
 
 def session_time_zone(spark: Any) -> str:

@@ -28,7 +28,8 @@ Options (keys are case-insensitive, as everywhere in Spark):
                               Python data source cannot see)
 ``storage.<KEY>``             storage option ``KEY`` (``storage.AWS_ENDPOINT_URL``, ...)
 ``aws_*``, ``azure_*``,       storage options passed as they are (``AWS_REGION``,
-``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...)
+``google_*``                  ``AZURE_STORAGE_ACCOUNT_NAME``, ...); they override those
+                              given to ``register_data_source(storage_options=)``
 ``splitSize``                 files larger than this many bytes are read as several
                               tasks, split by row groups, and no partition packs
                               more (default: the session's
@@ -51,6 +52,14 @@ Options (keys are case-insensitive, as everywhere in Spark):
 ============================  =========================================================
 
 Any other option is an error, so a misspelt one cannot be silently ignored.
+
+Credentials: give them to ``register_data_source(spark, storage_options={...})``
+(``deltadv.spark.register``), not as options. Spark Connect writes each query's
+plan, its data source options in clear text, to the event log (classic Spark
+redacts the option keys ``spark.redaction.regex`` matches, Connect does not);
+storage options bound at registration travel only inside the registered class,
+pickled into Spark's Python workers, and reach no plan, ``explain()``, log or
+file under ``spark.local.dir`` (tests/python/test_spark_secrets.py).
 
 Filter pushdown (``option("filterPushdown", "true")``): Spark hands the reader the
 query's simple filters (``pushFilters``); those deltadv can express (comparisons,
@@ -84,8 +93,8 @@ slot, in the session time zone Spark hands the task) and returns their add actio
 as its commit message; the driver commits them all once with
 :func:`deltadv.write.commit_files`, through deltadv's Rust transaction (one commit
 a write: ``WRITE`` with ``mode`` ``Append``/``Overwrite``, ``partitionBy`` and
-``predicate`` as Delta Spark's; a write that creates the table commits ``CREATE TABLE
-AS SELECT``, where Delta Spark's ``df.write`` records ``WRITE``). What the writer
+``predicate`` as Delta Spark's, a write that creates the table too, with the mode
+given: ``Append``, ``Overwrite``, or the ``saveMode``). What the writer
 does is decided once, in :meth:`DeltaDVDataSource.writer`, against the table as it is:
 
 ============================  =========================================================
@@ -115,6 +124,12 @@ does is decided once, in :meth:`DeltaDVDataSource.writer`, against the table as 
                               property is an error). Deletion vectors are on unless
                               ``delta.enableDeletionVectors`` is ``false``. On an
                               existing table they are not applied
+``mergeSchema``               ``true``: columns of the data the table lacks are added
+                              (nullable), as Delta Spark's ``mergeSchema``
+``overwriteSchema``           ``true`` with ``mode("overwrite")``: the table's schema and
+                              partitioning (``partitionBy``, none when not given) are
+                              replaced by the data's, as Delta Spark 4.4's (ignored by
+                              an append, as there)
 ``storage.<KEY>``, ``AWS_*``  storage options, as for reads
 ============================  =========================================================
 
@@ -128,7 +143,7 @@ its writer removes its files when its input breaks off, but a Python worker kill
 outright leaves them behind, unreferenced by any commit, until VACUUM. Identity
 values: each task hands them out in its own slot (``index << 33``, unique, not Delta
 Spark's interleaving: the writer does not know the stage's task count). Not supported:
-``mergeSchema``/``overwriteSchema`` and ``saveAsTable`` (no catalog).
+``saveAsTable`` (no catalog).
 """
 
 from __future__ import annotations
@@ -465,46 +480,63 @@ class DeltaDVDataSource(DataSource):
     # The registering session's spark.sql.session.timeZone: what a write commits
     # in when no task reported the zone it ran in (tasks read it from Spark).
     _time_zone: str | None = None
+    # Storage options given to register_data_source(storage_options=...): bound to
+    # the registered subclass (pickled by value into Spark's Python workers), never
+    # in the query's options, so Spark cannot log them with its plans.
+    _storage: Mapping[str, str] = {}
 
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
 
+    def _options(self) -> dict[str, str]:
+        """The query's options, with the registered storage options (``storage.<KEY>``)
+        under those the query gives itself."""
+        given = {_storage_key(k.lower()) for k in self.options}
+        bound = {
+            f"{STORAGE_PREFIX}{k.lower()}": v
+            for k, v in self._storage.items()
+            if k.upper() not in given
+        }
+        return {**bound, **self.options}
+
     def _pinned(self) -> DeltaTable:
-        table = _open_table(self.options)
+        table = _open_table(self._options())
         self._version = table.version()
         return table
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        feed = _change_feed(self.options)
+        opts = self._options()
+        feed = _change_feed(opts)
         if feed is not None:
             schema, _ = self._pinned().cdf_tasks(**feed)
             return from_arrow_schema(schema, prefer_timestamp_ntz=True)
         table = self._pinned()
-        tracked = _row_tracking(self.options)
+        tracked = _row_tracking(opts)
         schema = table.scan_schema(with_row_tracking=True) if tracked else table.schema()
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _storage_options(self.options)  # reject bad options before planning
-        _split_size(self.options)
-        _row_tracking(self.options)
+        opts = self._options()
+        _storage_options(opts)  # reject bad options before planning
+        _split_size(opts)
+        _row_tracking(opts)
         packing = (self._parallelism, self._max_partition_bytes)
-        if _change_feed(self.options) is not None:
-            options = dict(self.options)
+        if _change_feed(opts) is not None:
+            options = dict(opts)
             if self._version is not None and not any(
                 k in options for k in ("endingversion", "endingtimestamp")
             ):
                 # The range ends where schema() saw the table: rows and schema agree.
                 options["endingversion"] = str(self._version)
             return DeltaDVChangeFeedReader(options, schema, packing)
-        pushdown = _pushdown_enabled(self.options)
+        pushdown = _pushdown_enabled(opts)
         version = self._version
         if version is None:  # a user-given schema: Spark did not ask us for one
             version = self._pinned().version()
-        options = dict(self.options)  # plain dict: the reader is pickled to executors
+        options = dict(opts)  # plain dict: the reader is pickled to executors
         for key in (*VERSION_KEYS, TIMESTAMP_KEY):
             options.pop(key, None)
         options["version"] = str(version)
@@ -513,7 +545,7 @@ class DeltaDVDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaDVWriter:
         """``df.write.format("deltadv")``: see the module docs' "Writing"."""
-        return _writer(self.options, schema, overwrite, self._time_zone)
+        return _writer(self._options(), schema, overwrite, self._time_zone)
 
 
 def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
@@ -607,17 +639,30 @@ class DeltaDVChangeFeedReader(DeltaDVPlainReader):
         return _packed(tasks, self._split(), self.parallelism)
 
 
-def register_data_source(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
+def register_data_source(
+    spark: SparkSession,
+    *,
+    filter_pushdown: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+) -> None:
     """Register ``format("deltadv")`` in the session; with ``filter_pushdown``, also
     set ``spark.sql.python.filterPushdown.enabled``, which reads with
     ``option("filterPushdown", "true")`` need (see the module docs for the caveat).
 
     The session's default parallelism and ``spark.sql.files.maxPartitionBytes`` are
     read here and kept on the registered class: reads pack their scan tasks into
-    partitions with them, as Spark packs files."""
+    partitions with them, as Spark packs files.
+
+    ``storage_options`` (credentials, endpoint, ...) are kept on the registered
+    class too, for every ``format("deltadv")`` read and write of the session
+    (a query's own storage options win over them): unlike reader and writer
+    options, they never appear in Spark's plans, ``explain()`` or event log,
+    where Spark Connect writes a query's options in clear text."""
     require_workers(spark)
     parallelism: int | None = default_parallelism(spark)
+    storage = {str(k).upper(): str(v) for k, v in (storage_options or {}).items()}
     attrs = {
+        "_storage": storage,
         "_parallelism": parallelism,
         "_max_partition_bytes": _session_split_size(spark),
         "_time_zone": session_time_zone(spark),
@@ -637,8 +682,19 @@ TIME_ZONE_CONF = "spark.sql.session.timeZone"
 PARTITION_BY_KEY = "partitionby"
 REPLACE_WHERE_KEY = "replacewhere"
 SAVE_MODE_KEY = "savemode"
+MERGE_SCHEMA_KEY = "mergeschema"
+OVERWRITE_SCHEMA_KEY = "overwriteschema"
 TABLE_PROPERTY_PREFIX = "delta."
-WRITE_KEYS = frozenset({"path", PARTITION_BY_KEY, REPLACE_WHERE_KEY, SAVE_MODE_KEY})
+WRITE_KEYS = frozenset(
+    {
+        "path",
+        PARTITION_BY_KEY,
+        REPLACE_WHERE_KEY,
+        SAVE_MODE_KEY,
+        MERGE_SCHEMA_KEY,
+        OVERWRITE_SCHEMA_KEY,
+    }
+)
 SAVE_MODES = ("error", "errorifexists", "ignore", "append")
 
 
@@ -671,6 +727,23 @@ def _partition_by(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _flag(options: Mapping[str, str], key: str, name: str) -> bool:
+    value = options.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"deltadv: {name} must be true or false, not {value!r}")
+    return value == "true"
+
+
+def _schema_mode(options: Mapping[str, str], overwrite: bool) -> str | None:
+    """``overwriteSchema`` (with ``mode("overwrite")``: ``"overwrite"``; ignored
+    by an append, as Delta Spark ignores it) else ``mergeSchema`` (``"merge"``):
+    the ``schema_mode`` of :func:`deltadv.write.write_table`."""
+    merge = _flag(options, MERGE_SCHEMA_KEY, "mergeSchema")
+    if overwrite and _flag(options, OVERWRITE_SCHEMA_KEY, "overwriteSchema"):
+        return "overwrite"
+    return "merge" if merge else None
+
+
 def _write_options(
     options: Mapping[str, str],
 ) -> tuple[dict[str, str], dict[str, str], list[str], str | None, str | None]:
@@ -690,7 +763,8 @@ def _write_options(
     if unknown:
         raise ValueError(
             f"deltadv: unknown write option(s) {sorted(unknown)}; expected path, partitionBy, "
-            "replaceWhere, saveMode, delta.<table property>, storage.<KEY> or "
+            "replaceWhere, saveMode, mergeSchema, overwriteSchema, delta.<table property>, "
+            "storage.<KEY> or "
             "AWS_*/AZURE_*/GOOGLE_* keys"
         )
     parts = _partition_by(options.get(PARTITION_BY_KEY, ""))
@@ -734,8 +808,13 @@ class DeltaDVWriter(DataSourceArrowWriter):
         configuration: dict[str, str],
         predicate: str | None,
         time_zone: str | None,
+        schema_mode: str | None = None,
+        operation_mode: str | None = None,
     ) -> None:
         self.table_uri = table_uri
+        self.schema_mode = schema_mode  # mergeSchema / overwriteSchema
+        # The save mode a create records (WRITE, as Delta Spark's df.write).
+        self.operation_mode = operation_mode
         self.mode = mode  # "error" (create), "append" or "overwrite"
         self.skip = skip  # saveMode ignore on an existing table: nothing written
         self.schema = schema
@@ -779,6 +858,7 @@ class DeltaDVWriter(DataSourceArrowWriter):
             identity_slot=task_slot(),
             time_zone=zone or "UTC",
             predicate=self.predicate,
+            schema_mode=self.schema_mode,  # type: ignore[arg-type]
         )
         return DeltaDVCommitMessage(adds, zone)
 
@@ -806,6 +886,9 @@ class DeltaDVWriter(DataSourceArrowWriter):
             enable_deletion_vectors=self._enable_dvs(),
             predicate=self.predicate,
             time_zone=zone or "UTC",
+            schema_mode=self.schema_mode,  # type: ignore[arg-type]
+            operation="WRITE",
+            operation_mode=self.operation_mode,  # type: ignore[arg-type]
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -814,6 +897,20 @@ class DeltaDVWriter(DataSourceArrowWriter):
         adds = self._adds(messages)
         if adds:
             remove_files(self.table_uri, adds, storage_options=self.storage_options)
+
+
+def _as_nullable(field: pa.Field) -> pa.Field:
+    """``field`` and everything nested in it nullable (Spark's ``asNullable``)."""
+    t = field.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_as_nullable(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(_as_nullable(t.value_field))
+    elif pa.types.is_list(t):
+        t = pa.list_(_as_nullable(t.value_field))
+    elif pa.types.is_map(t):
+        t = pa.map_(t.key_field, _as_nullable(t.item_field))
+    return field.with_type(t).with_nullable(True)
 
 
 def _writer(
@@ -835,6 +932,7 @@ def _writer(
     storage, configuration, parts, predicate, save_mode = _write_options(options)
     if predicate is not None and not overwrite:
         raise ValueError('deltadv: option replaceWhere needs mode("overwrite")')
+    schema_mode = _schema_mode(options, overwrite)
     if save_mode is not None and overwrite:
         raise ValueError(
             f'deltadv: option saveMode={save_mode!r} goes with mode("append") '
@@ -854,7 +952,7 @@ def _writer(
         skip = save_mode == "ignore"
         mode = "overwrite" if overwrite else "append"
         table_parts = list(existing.metadata().get("partitionColumns") or [])
-        if parts and parts != table_parts and not skip:
+        if parts and parts != table_parts and not skip and schema_mode != "overwrite":
             raise ValueError(
                 f"deltadv: partitionBy {parts} differs from the table's partition columns "
                 f"{table_parts} at {existing.table_uri}"
@@ -862,7 +960,12 @@ def _writer(
         configuration = {}  # table properties are set when the table is created
     else:
         mode = "overwrite" if overwrite else "error"  # Delta's append creates the table too
+    # Every column nullable, as Delta Spark's df.write makes a table's schema from
+    # a DataFrame's (NOT NULL comes only from DDL); the data may still be non-null.
     arrow_schema = to_arrow_schema(schema)
+    arrow_schema = pa.schema(
+        [_as_nullable(f) for f in arrow_schema], metadata=arrow_schema.metadata
+    )
     table_schema = None
     mapping = configuration.get("delta.columnMapping.mode", "none").strip().lower()
     if existing is None and mapping != "none":
@@ -879,4 +982,6 @@ def _writer(
         configuration=configuration,
         predicate=predicate,
         time_zone=time_zone,
+        schema_mode=schema_mode,
+        operation_mode="overwrite" if overwrite else (save_mode or "append"),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -455,30 +456,141 @@ def _is_partition_only(table: _LocalTable, text: str) -> bool:
 
 
 def _condition_sql(spark: SparkSession, table: _LocalTable, condition: str | Column) -> str:
-    """``condition`` analyzed against an empty frame with the table's columns, as
-    the SQL text Spark gives the resolved expression (what Delta Spark records as
-    the DELETE predicate). Raises Spark's AnalysisException for unknown columns,
-    naming only the table's columns."""
+    """``condition`` analyzed against an empty frame with the table's columns (Spark's
+    AnalysisException for unknown columns, naming only the table's columns), as SQL
+    text for the history's ``predicate``: a string as given; a Column as the SQL
+    :func:`_column_sql` renders from its text form, checked by Spark to mean the
+    same (``sameSemantics``). Public API only, so the same on Spark Connect and
+    classic sessions. (Delta Spark records the analyzed condition's SQL, implicit
+    casts spelt out: the same condition, another spelling.)"""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     schema = from_arrow_schema(table.schema(), prefer_timestamp_ntz=True)
+    base = spark.createDataFrame([], schema)
     column = F.expr(condition) if isinstance(condition, str) else condition
-    frame = spark.createDataFrame([], schema).filter(column)
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        # Spark Connect: no resolved expression to ask for its SQL. The
-        # condition is analyzed (unknown columns fail here), the text as given.
-        frame.schema  # noqa: B018 (analyzes the plan on the server)
-        if isinstance(condition, str):
-            return condition
-        raise TypeError(
-            "on Spark Connect the condition's SQL text cannot be read from a Column "
-            f"(for the table's history): pass it as a SQL string, got {column!r}"
-        )
-    # Classic Spark: the one remaining read of a JVM plan in the glue (see
-    # tests/python/test_layering.py): the resolved condition's SQL, as Delta
-    # Spark records it.
-    return str(frame._jdf.queryExecution().analyzed().condition().sql())
+    frame = base.filter(column)
+    frame.schema  # noqa: B018 (analyzes the plan: unknown columns fail here)
+    if isinstance(condition, str):
+        return condition
+    for text in _column_sql(repr(column), schema.fieldNames()):
+        try:
+            if base.filter(F.expr(text)).sameSemantics(frame):
+                return text
+        except Exception:  # a candidate Spark cannot parse or resolve
+            continue
+    raise TypeError(
+        "the condition's SQL text (for the table's history) cannot be read from this "
+        f"Column: pass it as a SQL string, got {column!r}"
+    )
+
+
+#: Spark's function names for the operators a Column's text form shows as calls
+#: (``>=(id, 5)``), and the SQL operator each is.
+_INFIX = {
+    "=": "=",
+    "==": "=",
+    "!=": "!=",
+    "<>": "<>",
+    "<": "<",
+    "<=": "<=",
+    ">": ">",
+    ">=": ">=",
+    "<=>": "<=>",
+    "and": "AND",
+    "or": "OR",
+    "+": "+",
+    "-": "-",
+    "*": "*",
+    "/": "/",
+    "%": "%",
+    "like": "LIKE",
+    "ilike": "ILIKE",
+    "rlike": "RLIKE",
+}
+_PREFIX = {"!": "NOT ", "not": "NOT ", "negative": "- "}
+_POSTFIX = {"isnull": " IS NULL", "isnotnull": " IS NOT NULL"}
+_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?(L|S|Y|D|BD)?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _column_sql(text: str, columns: list[str]) -> list[str]:
+    """Candidate SQL texts for a Column from its ``repr``: the text itself (a
+    ``F.expr`` Column shows its SQL), then the text with Spark's call forms
+    (``or(>=(id, 5), =(s, 'v'))``, what classic and Connect Columns show) turned
+    into SQL operators, bare words that are no column of ``columns`` quoted as
+    strings (Spark Connect shows string literals unquoted). The caller keeps the
+    first one Spark finds to mean the same as the Column."""
+    if text.startswith("Column<'") and text.endswith("'>"):
+        text = text[len("Column<'") : -len("'>")]
+    known = {c.lower() for c in columns}
+    candidates = [text]
+    try:
+        rendered, end = _render(text, 0, known)
+    except ValueError:
+        return candidates
+    if end == len(text) and rendered != text and not rendered.startswith("'"):
+        candidates.append(rendered)
+    return candidates
+
+
+def _render(text: str, i: int, known: set[str]) -> tuple[str, int]:
+    """The SQL of the expression at ``text[i:]`` in a Column's call form, and where
+    it ends; ValueError where the form is not one this reads."""
+    if text.startswith("'", i):  # a quoted string literal, backslash escapes
+        j = i + 1
+        while j < len(text) and text[j] != "'":
+            j += 2 if text[j] == "\\" else 1
+        if j >= len(text):
+            raise ValueError("unterminated string")
+        return text[i : j + 1], j + 1
+    if text.startswith("CAST(", i):
+        inner, j = _render(text, i + len("CAST("), known)
+        if not text.startswith(" AS ", j):
+            raise ValueError("CAST without AS")
+        close = text.find(")", j)
+        if close < 0:
+            raise ValueError("unterminated CAST")
+        return f"CAST({inner} AS {text[j + 4 : close]})", close + 1
+    j = i
+    while j < len(text) and text[j] not in "()," and not text.startswith(" AS ", j):
+        j += 1
+    word = text[i:j].strip()
+    if j < len(text) and text[j] == "(" and word and " " not in word:
+        args, j = [], j + 1
+        while True:
+            if text.startswith(")", j):
+                j += 1
+                break
+            arg, j = _render(text, j, known)
+            args.append(arg)
+            if text.startswith(", ", j):
+                j += 2
+            elif not text.startswith(")", j):
+                raise ValueError(f"unexpected text at {j}")
+        name = word.lower()
+        if name in _INFIX and len(args) == 2:
+            return f"({args[0]} {_INFIX[name]} {args[1]})", j
+        if name in _PREFIX and len(args) == 1:
+            return f"({_PREFIX[name]}{args[0]})", j
+        if name in _POSTFIX and len(args) == 1:
+            return f"({args[0]}{_POSTFIX[name]})", j
+        if name == "in" and args:
+            return f"({args[0]} IN ({', '.join(args[1:])}))", j
+        return f"{word}({', '.join(args)})", j
+    return _atom(word, known), j
+
+
+def _atom(word: str, known: set[str]) -> str:
+    """A column (backquoted unless a plain name), a number, NULL/TRUE/FALSE, or
+    else a string literal Spark Connect shows unquoted."""
+    if word.startswith("`") or word.upper() in ("NULL", "TRUE", "FALSE") or _NUMBER.fullmatch(word):
+        return word
+    if word.lower() in known or word.split(".")[0].lower() in known:
+        if _NAME.fullmatch(word):
+            return word
+        return "`" + word.replace("`", "``") + "`"
+    return "'" + word.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def write_table(

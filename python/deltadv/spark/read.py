@@ -24,15 +24,27 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 
-def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
-    """Register ``spark.read.format("deltadv")`` with this session. With
-    ``filter_pushdown`` Spark hands simple filters to deltadv for file and
-    row-group pruning (see deltadv.datasource for the caveat of Spark 4.2)."""
+def register(
+    spark: SparkSession,
+    *,
+    filter_pushdown: bool = False,
+    storage_options: dict[str, str] | None = None,
+) -> None:
+    """Register ``spark.read.format("deltadv")`` (and ``df.write.format("deltadv")``)
+    with this session. With ``filter_pushdown`` Spark hands simple filters to
+    deltadv for file and row-group pruning (see deltadv.datasource for the caveat
+    of Spark 4.2).
+
+    ``storage_options`` are used by every ``format("deltadv")`` read and write of
+    the session (options a query gives win over them). Pass credentials here, not
+    as ``.option(...)``: Spark Connect writes a query's options in clear text to
+    the event log, while these travel only inside the registered class."""
     from deltadv.spark.datasource import register_data_source
 
     check_arg("filter_pushdown", filter_pushdown, bool)
+    check_arg("storage_options", storage_options, dict, optional=True)
 
-    register_data_source(spark, filter_pushdown=filter_pushdown)
+    register_data_source(spark, filter_pushdown=filter_pushdown, storage_options=storage_options)
 
 
 def read(
