@@ -148,7 +148,7 @@ class Cluster:
             try:
                 if len(self.alive_workers()) >= count:
                     return
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(
@@ -276,7 +276,7 @@ def connect_server(cluster: Cluster, local_dir: Path, timeout: float = 180) -> I
                 if apps and apps[0]["cores"] >= 2:
                     with socket.create_connection(("127.0.0.1", port), timeout=2):
                         break
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(
@@ -298,6 +298,6 @@ def connect_server(cluster: Cluster, local_dir: Path, timeout: float = 180) -> I
             try:
                 if not [a for a in cluster.state()["activeapps"] if a["name"] == name]:
                     break
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
                 pass
             time.sleep(0.5)
