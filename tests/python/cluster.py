@@ -139,6 +139,14 @@ class Cluster:
         else:
             self.workers.append(proc)
 
+    def restart_dead_workers(self) -> None:
+        """Start again every worker whose JVM has exited (killed by a fault test),
+        and wait until all are registered."""
+        for index, worker in enumerate(self.workers):
+            if worker.poll() is not None:
+                self.start_worker(index)
+        self.wait_workers(len(self.workers))
+
     def wait_workers(self, count: int, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while True:

@@ -347,6 +347,7 @@ def test_dml_on_spark_connect_on_the_standalone_cluster(
     run's tables version by version (Delta Spark's reads) with the same row
     metrics."""
     tmp = tmp_path_factory.mktemp("ops-connect")
+    cluster.restart_dead_workers()  # the fault test leaves one worker killed
     with connect_server(cluster, tmp / "server-local") as url:
         remote = run_ops(delta_spark, cluster, s3, tmp, remote=url)
     assert remote["versions"] == classic_ops["versions"]
