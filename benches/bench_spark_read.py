@@ -40,13 +40,22 @@ Readers:
   from Python workers to the JVM (Arrow IPC, then rows) costs with no reading
   at all. No reader built on ``mapInArrow`` can be faster; not a reader either.
 
+Spark Connect (``--connect``, issue 26): a Connect server is started inside the
+same JVM (``SparkConnectService.start``: the same executors, Delta Spark loaded)
+and a Connect client (this script, ``--client``, a subprocess: a process holds a
+classic or a Connect session, not both) reads the same table through deltadv,
+the floor and Delta Spark. Its ``noop`` and ``sum5`` runs are interleaved with
+the classic ones in the same rounds (``toRdd`` needs the JVM DataFrame: classic
+only). Goals: Connect / classic <= 1.05 for deltadv's noop and sum5; deltadv /
+mapInArrow floor <= 1.10 on both kinds of session.
+
 Goals (issue 14): deltadv / Delta Spark <= 0.6 and deltadv / native parquet
 <= 1.0, each for toRdd, noop (where it runs) and sum5. The floor's own ratios
 to the same readers are printed beside them: what the goals leave for reading.
 The session is the tests' (local[2], Delta Spark jars from .cache/jars,
 ``spark.databricks.delta.snapshotPartitions=2``).
 
-Run:  .venv/bin/python benches/bench_spark_read.py [--dir /tmp/deltadv-bench-spark-read]
+Run:  .venv/bin/python benches/bench_spark_read.py [--dir /tmp/deltadv-bench-spark-read] [--connect]
 """
 
 from __future__ import annotations
@@ -67,6 +76,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PARAMS_FILE = "_bench_spark_read.json"  # next to the table, in --dir
 GOAL_DELTA = 0.6  # deltadv / Delta Spark, "<="
 GOAL_NATIVE = 1.0  # deltadv / native parquet, "<="
+GOAL_CONNECT = 1.05  # deltadv on Connect / deltadv on classic, "<="
+GOAL_FLOOR = 1.10  # deltadv / mapInArrow floor, "<=", classic and Connect
+CONNECT = " (connect)"  # suffix of a reader's name when the Connect client runs it
 COMMAND = "cd /work/main && .venv/bin/python benches/bench_spark_read.py"
 
 
@@ -176,13 +188,102 @@ def sum5(df: Any) -> Any:
     return df.selectExpr("sum(id)", "sum(k)", "sum(x)", "sum(y)", "sum(length(s))").collect()[0]
 
 
+def client(url: str) -> None:
+    """``--client``: a Connect client. Reads ``{"path": ...}`` from the first stdin
+    line, warms its readers up (count, sum5, noop), prints ``READY <json>``, then
+    runs one ``<reader>\t<sink>`` per stdin line and prints ``[total, plan]``
+    seconds for it."""
+    from pyspark.sql import SparkSession
+
+    from deltadv import spark as dspark
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    path = json.loads(sys.stdin.readline())["path"]
+    readers: dict[str, Callable[[], Any]] = {
+        "deltadv": lambda: dspark.read(spark, path),
+        "Delta Spark": lambda: spark.read.format("delta").load(path),
+        FLOOR: lambda: handoff_floor(spark, path),
+    }
+    counts, sums, noop_error = {}, {}, {}
+    for name, make_df in readers.items():
+        counts[name] = make_df().count()
+        sums[name] = list(sum5(make_df()))
+        try:
+            noop(make_df())
+        except Exception as e:  # Delta Spark 4.4 on a DV table, as on classic
+            noop_error[name] = str(e).splitlines()[0][:120]
+    ready = {"counts": counts, "sums": sums, "noop_error": noop_error}
+    print("READY " + json.dumps(ready), flush=True)
+    sinks = {"noop": noop, "sum5": sum5}
+    for line in sys.stdin:
+        name, sink = line.rstrip("\n").split("\t")
+        t0 = time.perf_counter()
+        df = readers[name]()
+        t1 = time.perf_counter()
+        sinks[sink](df)
+        print(json.dumps([time.perf_counter() - t0, t1 - t0]), flush=True)
+    spark.stop()
+
+
+class ConnectClient:
+    """A Connect server in `spark`'s JVM and a ``--client`` subprocess of it."""
+
+    def __init__(self, spark: Any, path: str) -> None:
+        import socket
+        import subprocess
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        context = spark._jsc.sc()
+        context.conf().set("spark.connect.grpc.binding.address", "127.0.0.1")
+        context.conf().set("spark.connect.grpc.binding.port", str(port))
+        spark._jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(context)
+        env = dict(os.environ, SPARK_CONNECT_MODE_ENABLED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--client", f"sc://127.0.0.1:{port}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.ready = json.loads(self._send(json.dumps({"path": path}))[len("READY ") :])
+        self.noop_error: dict[str, str] = self.ready["noop_error"]
+
+    def _send(self, line: str) -> str:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        got = self.proc.stdout.readline()
+        if not got:
+            sys.exit(f"FAIL: the Connect client exited ({self.proc.wait()})")
+        return got
+
+    def run(self, name: str, sink: str) -> tuple[float, float]:
+        total, plan = json.loads(self._send(f"{name}\t{sink}"))
+        return total, plan
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--client"]:
+        client(sys.argv[2])
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/tmp/deltadv-bench-spark-read", help="built if missing")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--files", type=int, default=10)
     ap.add_argument("--delete-percent", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=5, help="timed rounds (best is reported)")
+    ap.add_argument(
+        "--connect",
+        action="store_true",
+        help="also time deltadv, the floor and Delta Spark through a Spark Connect client",
+    )
     args = ap.parse_args()
 
     import pyarrow as pa
@@ -266,10 +367,27 @@ def main() -> None:
     if sums[FLOOR][:2] != ours_sum[:2] or sums[FLOOR][4] != ours_sum[4]:
         sys.exit(f"FAIL: the floor's sums {sums[FLOOR]} differ from deltadv's {ours_sum}")
 
+    remote: ConnectClient | None = None
+    if args.connect:
+        print("starting a Spark Connect server in this JVM and a client (warm-up as above)")
+        remote = ConnectClient(spark, path)
+        for name, n in remote.ready["counts"].items():
+            print(f"  {name + CONNECT:<26} {n:>12,} rows")
+            if n != want[name]:
+                sys.exit(f"FAIL: {name} on Connect counted {n:,} rows, expected {want[name]:,}")
+            got = tuple(remote.ready["sums"][name])
+            if got[:2] != sums[name][:2] or got[4] != sums[name][4]:
+                sys.exit(f"FAIL: {name} sums on Connect {got} differ from classic {sums[name]}")
+        for name, error in remote.noop_error.items():
+            print(f"  {name + CONNECT:<26} noop write FAILS: {error}")
+
     # name -> sink -> [(total, plan)]; rounds rotate which reader goes first.
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {
         name: {"toRdd": [], "noop": [], "sum5": []} for name in readers
     }
+    connect_names = list(remote.ready["counts"]) if remote else []
+    for name in connect_names:
+        runs[name + CONNECT] = {"toRdd": [], "noop": [], "sum5": []}
     names = list(readers)
     for i in range(args.repeat):
         for name in names[i % len(names) :] + names[: i % len(names)]:
@@ -282,20 +400,27 @@ def main() -> None:
                 t1 = time.perf_counter()
                 run(df)
                 runs[name][sink].append((time.perf_counter() - t0, t1 - t0))
+            if remote and name in connect_names:  # the same reader through Connect
+                for sink in ("noop", "sum5"):
+                    if sink == "noop" and name in remote.noop_error:
+                        continue
+                    runs[name + CONNECT][sink].append(remote.run(name, sink))
 
     print(f"\ntiming: fully materialised reads, best of {args.repeat}, seconds (plan included)")
     print(
-        f"  {'reader':<16} {'toRdd':>7} {'(plan)':>7} {'noop':>7} {'sum5':>7}"
+        f"  {'reader':<26} {'toRdd':>7} {'(plan)':>7} {'noop':>7} {'sum5':>7}"
         "   all toRdd / all noop / all sum5"
     )
     best: dict[str, dict[str, float]] = {}
     for name, by_sink in runs.items():
         best[name] = {sink: min(r)[0] for sink, r in by_sink.items() if r}
-        plan = min(by_sink["toRdd"])[1]
+        first = by_sink["toRdd"] or by_sink["sum5"]
+        plan = min(first)[1]
+        rdd_s = f"{best[name]['toRdd']:>7.2f}" if "toRdd" in best[name] else f"{'-':>7}"
         noop_s = f"{best[name]['noop']:7.2f}" if "noop" in best[name] else f"{'fails':>7}"
         all_s = " / ".join(", ".join(f"{t:.2f}" for t, _ in r) for r in by_sink.values() if r)
         sum_s = f"{best[name]['sum5']:7.2f}"
-        print(f"  {name:<16} {best[name]['toRdd']:>7.2f} {plan:>7.2f} {noop_s} {sum_s}   {all_s}")
+        print(f"  {name:<26} {rdd_s} {plan:>7.2f} {noop_s} {sum_s}   {all_s}")
     print()
     for peer, goal in (("Delta Spark", GOAL_DELTA), ("native parquet", GOAL_NATIVE)):
         ratios = {
@@ -316,6 +441,32 @@ def main() -> None:
         }
         shown = ", ".join(f"{r:.2f} ({sink})" for sink, r in ratios.items())
         print(f"  {FLOOR} / {peer:<15} = {shown}")
+
+    def ratio_line(label: str, ours: str, theirs: str, goal: float | None) -> None:
+        ratios = {
+            sink: best[ours][sink] / best[theirs][sink]
+            for sink in ("toRdd", "noop", "sum5")
+            if sink in best[ours] and sink in best[theirs]
+        }
+        shown = ", ".join(f"{r:.2f} ({sink})" for sink, r in ratios.items())
+        verdict = ""
+        if goal is not None:
+            met = "met" if all(r <= goal for r in ratios.values()) else "NOT met"
+            verdict = f"   (goal <= {goal}: {met})"
+        print(f"  {label:<40} = {shown}{verdict}")
+
+    print("  deltadv against its own floor (the same tasks, no reading):")
+    ratio_line(f"deltadv / {FLOOR} (classic)", "deltadv", FLOOR, GOAL_FLOOR)
+    if remote:
+        ratio_line(f"deltadv / {FLOOR} (connect)", "deltadv" + CONNECT, FLOOR + CONNECT, GOAL_FLOOR)
+        print("  Spark Connect against classic (same JVM, same executors, same rounds):")
+        ratio_line("deltadv: connect / classic", "deltadv" + CONNECT, "deltadv", GOAL_CONNECT)
+        ratio_line(f"{FLOOR}: connect / classic", FLOOR + CONNECT, FLOOR, None)
+        ratio_line("Delta Spark: connect / classic", "Delta Spark" + CONNECT, "Delta Spark", None)
+        ratio_line(
+            "deltadv / Delta Spark (connect)", "deltadv" + CONNECT, "Delta Spark" + CONNECT, None
+        )
+        remote.close()
     print(f"  load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     spark.stop()
 

@@ -139,6 +139,14 @@ class Cluster:
         else:
             self.workers.append(proc)
 
+    def restart_dead_workers(self) -> None:
+        """Start again every worker whose JVM has exited (killed by a fault test),
+        and wait until all are registered."""
+        for index, worker in enumerate(self.workers):
+            if worker.poll() is not None:
+                self.start_worker(index)
+        self.wait_workers(len(self.workers))
+
     def wait_workers(self, count: int, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while True:
@@ -148,7 +156,7 @@ class Cluster:
             try:
                 if len(self.alive_workers()) >= count:
                     return
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(
@@ -237,3 +245,67 @@ def standalone_cluster(log_dir: Path, workers: int = 2, timeout: float = 120) ->
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=30)
+
+
+@contextmanager
+def connect_server(cluster: Cluster, local_dir: Path, timeout: float = 180) -> Iterator[str]:
+    """A Spark Connect server (``SparkConnectServer`` through pyspark's
+    ``bin/spark-submit``, as Spark's ``start-connect-server.sh`` runs it: the
+    launcher adds the JVM module options Arrow needs) whose master is `cluster`, with
+    `cluster.driver_conf()`; yields its ``sc://`` URL once its application holds
+    both executors' cores. Its Python planning workers (Python data sources) and
+    the executors' run this interpreter with this checkout's package. The server
+    is stopped on exit, so its cores go back to the master."""
+    port = _free_port()
+    conf = {
+        **cluster.driver_conf(),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.local.dir": str(local_dir),
+    }
+    name = f"deltadv-connect-{port}"
+    args = [str(spark_home() / "bin" / "spark-submit"), "--driver-memory", "768m", "--class"]
+    args += ["org.apache.spark.sql.connect.service.SparkConnectServer", "--name", name]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    args.append("spark-internal")  # no application jar: the class is in Spark's jars
+    log = cluster.log_dir / f"connect-{port}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=cluster.env, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Connect server exited; log {log}")
+            try:
+                apps = [a for a in cluster.state()["activeapps"] if a["name"] == name]
+                if apps and apps[0]["cores"] >= 2:
+                    with socket.create_connection(("127.0.0.1", port), timeout=2):
+                        break
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"Connect server not serving with 2 cores after {timeout:.0f} s; log {log}"
+                )
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+        # the master frees the application's cores (for a later driver)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if not [a for a in cluster.state()["activeapps"] if a["name"] == name]:
+                    break
+            except (OSError, ValueError):  # not up yet, or an empty page while it starts
+                pass
+            time.sleep(0.5)

@@ -1,10 +1,11 @@
 """Driver program for tests/python/test_spark_standalone.py: a classic SparkSession
-on the standalone cluster of tests/python/cluster.py, running deltadv's Spark DML
-on a table on the S3 server. Run as a script with one argument, a JSON file:
-{"conf": {...}, "uri": ..., "storage_options": {...}, "mode": "ops"|"faults",
-"copy_dir": ..., "marker_dir": ...}. Prints one line ``RESULT <json>`` per step
-(its own process: a process holds one SparkContext, and a test can SIGKILL
-cluster processes without touching pytest's)."""
+on the standalone cluster of tests/python/cluster.py, or a Spark Connect client of
+a Connect server on that cluster (``"remote": "sc://..."``), running deltadv's
+Spark DML on a table on the S3 server. Run as a script with one argument, a JSON
+file: {"conf": {...}, "remote": ..., "uri": ..., "storage_options": {...},
+"mode": "ops"|"faults", "copy_dir": ..., "marker_dir": ...}. Prints one line
+``RESULT <json>`` per step (its own process: a process holds one SparkContext,
+and a test can SIGKILL cluster processes without touching pytest's)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ def wait_executors(spark: SparkSession, count: int, timeout: float = 180) -> Non
         if time.monotonic() > deadline:
             raise RuntimeError(f"{executors(spark)} executors after {timeout} s, {count} wanted")
         time.sleep(0.5)
+
+
+def python_worker_pids(spark: SparkSession) -> list[int]:
+    """The pids of the Python workers running 16 small tasks (mapInArrow: no
+    SparkContext, so classic and Connect alike)."""
+
+    def pid(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for _ in batches:
+            time.sleep(0.1)  # tasks long enough to spread over both executors
+            yield pa.RecordBatch.from_pylist([{"pid": os.getpid()}])
+
+    frame = spark.range(0, 16, numPartitions=16).mapInArrow(pid, "pid long")
+    return sorted({r.pid for r in frame.collect()})
 
 
 def version(cfg: dict[str, Any]) -> int:
@@ -84,17 +100,17 @@ def run_merge(spark: SparkSession, cfg: dict[str, Any], source: Any) -> dict[str
 
 def ops(spark: SparkSession, cfg: dict[str, Any]) -> None:
     uri, opts = cfg["uri"], cfg["storage_options"]
-    wait_executors(spark, 2)
+    remote = bool(cfg.get("remote"))
+    if not remote:  # a Connect server's executors are waited for by the test
+        wait_executors(spark, 2)
     df = dspark.read(spark, uri, filter="k = 3 AND id > 1000", storage_options=opts)
     rows = df.collect()
-    pids = df.rdd.mapPartitions(lambda _: [os.getpid()]).collect()
     emit(
         "read",
         ids=sorted(r.id for r in rows),
-        executors=executors(spark),
-        python_workers=len(set(pids)),
+        executors=None if remote else executors(spark),
         driver=os.getpid(),
-        pids=sorted(set(pids)),
+        pids=python_worker_pids(spark),
     )
     dt = dspark.DeltaTable.forPath(spark, uri, opts)
     emit("delete", metrics=dt.delete("id % 7 = 0"), version=version(cfg))
@@ -113,6 +129,12 @@ def ops(spark: SparkSession, cfg: dict[str, Any]) -> None:
     )
     dspark.write_table(new, uri, mode="append", storage_options=opts)
     emit("append", version=version(cfg))
+    dspark.register(spark)
+    written = spark.range(400_000, 400_100, numPartitions=2).selectExpr(
+        "id", "id % 10 AS k", "concat('w', id) AS s"
+    )
+    written.write.format("deltadv").mode("append").options(**opts).save(uri)
+    emit("df_write", version=version(cfg))
     download(cfg, Path(cfg["copy_dir"]) / "before_vacuum")
     deleted = [r.path for r in dt.vacuum().collect()]
     emit("vacuum", deleted=deleted, version=version(cfg))
@@ -163,11 +185,14 @@ def faults(spark: SparkSession, cfg: dict[str, Any]) -> None:
 
 def main() -> None:
     cfg = json.loads(Path(sys.argv[1]).read_text())
-    builder = SparkSession.builder.appName(f"deltadv-standalone-{cfg['mode']}")
-    for k, v in cfg["conf"].items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if cfg.get("remote"):
+        spark = SparkSession.builder.remote(cfg["remote"]).getOrCreate()
+    else:
+        builder = SparkSession.builder.appName(f"deltadv-standalone-{cfg['mode']}")
+        for k, v in cfg["conf"].items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
     try:
         (ops if cfg["mode"] == "ops" else faults)(spark, cfg)
     except Exception:

@@ -6,7 +6,10 @@ one holds the local oracle's. Tables are created by Delta Spark locally and
 uploaded; after the cluster's commits the driver downloads the table and Delta
 Spark 4.4 (local) reads every version of that copy, row for row against a model
 of the operations computed here. (Delta Spark cannot reach moto itself: the
-project's jars hold no hadoop-aws/s3a.)
+project's jars hold no hadoop-aws/s3a.) The same operations run again through
+Spark Connect: a Connect server whose master is the cluster
+(`cluster.connect_server`) and a Connect client as the driver subprocess; its
+tables equal the classic run's at every version.
 
 Faults: a worker's JVM and its executor's JVM are SIGKILLed while that executor
 runs a DELETE task and, after the worker is restarted, a MERGE task; the job
@@ -28,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.python.cluster import Cluster, package_path, standalone_cluster
+from tests.python.cluster import Cluster, connect_server, package_path, standalone_cluster
 from tests.python.s3server import client, s3_server, storage_options, upload_dir
 
 BUCKET = "cluster"
@@ -104,13 +107,17 @@ def latest_version(path: Path) -> int:
 
 def check_versions(
     spark: Any, path: Path, states: list[tuple[int, Rows]], upto: int | None = None
-) -> None:
+) -> list[list[tuple[int, int, str]]]:
     """Every version of the copy at `path` read by Delta Spark equals the state of
-    the last step committed at or before it (`states`: (version, rows), ascending)."""
+    the last step committed at or before it (`states`: (version, rows), ascending);
+    returns the reads, by version."""
     last = latest_version(path) if upto is None else upto
+    reads = []
     for v in range(last + 1):
         want = [rows for at, rows in states if at <= v][-1]
-        assert oracle_rows(spark, path, v) == as_sorted(want), f"version {v} of {path}"
+        reads.append(oracle_rows(spark, path, v))
+        assert reads[-1] == as_sorted(want), f"version {v} of {path}"
+    return reads
 
 
 class Driver:
@@ -124,6 +131,8 @@ class Driver:
         env["PYTHONPATH"] = os.pathsep.join([package_path(), str(Path(__file__).parents[2])])
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
         env["PYSPARK_PYTHON"] = sys.executable
+        if cfg.get("remote"):  # PySpark's functions build Connect columns
+            env["SPARK_CONNECT_MODE_ENABLED"] = "1"
         self.stderr = tmp / "driver.stderr"
         self._err = open(self.stderr, "w")
         self.proc = subprocess.Popen(
@@ -165,64 +174,87 @@ class Driver:
         self._err.close()
 
 
-def test_dml_on_the_standalone_cluster(
-    delta_spark: Any, cluster: Cluster, s3: str, tmp_path: Path
-) -> None:
+def run_ops(
+    spark: Any, cluster: Cluster, s3: str, tmp: Path, remote: str | None = None
+) -> dict[str, Any]:
+    """The driver's "ops" steps on a new table (classic, or a Connect client of
+    `remote`), checked against the row model; Delta Spark reads every version of
+    the downloaded copy. Returns the steps' results and those reads."""
     start = time.monotonic()
-    v0 = create_table(delta_spark, tmp_path / "source", 4000, s3, "ops")
-    driver = Driver(
-        cluster,
-        tmp_path,
-        {
-            "mode": "ops",
-            "uri": f"s3://{BUCKET}/ops",
-            "storage_options": storage_options(s3),
-            "copy_dir": str(tmp_path / "copy"),
-        },
-    )
+    v0 = create_table(spark, tmp / "source", 4000, s3, tmp.name)
+    cfg = {
+        "mode": "ops",
+        "uri": f"s3://{BUCKET}/{tmp.name}",
+        "storage_options": storage_options(s3),
+        "copy_dir": str(tmp / "copy"),
+        "remote": remote,
+    }
+    driver = Driver(cluster, tmp, cfg)
+    steps: dict[str, dict[str, Any]] = {}
     try:
-        read = driver.next("read")
-        assert read["executors"] == 2
+        read = steps["read"] = driver.next("read")
+        if remote is None:
+            assert read["executors"] == 2
         assert read["driver"] not in read["pids"]
+        # the Python workers run under both workers' executors
+        assert {cluster.worker_of(p) for p in read["pids"]} == {0, 1}, read
         assert read["ids"] == sorted(i for i in v0 if i % 10 == 3 and i > 1000)
 
         states = [(0, v0)]
-        delete = driver.next("delete")
+        delete = steps["delete"] = driver.next("delete")
         v1 = deleted(v0)
         assert delete["metrics"]["num_deleted_rows"] == len(v0) - len(v1)
         states.append((delete["version"], v1))
 
-        update = driver.next("update")
+        update = steps["update"] = driver.next("update")
         v2 = {i: (k, s + "-u" if i % 5 == 1 else s) for i, (k, s) in v1.items()}
         assert update["metrics"]["num_updated_rows"] == sum(i % 5 == 1 for i in v1)
         states.append((update["version"], v2))
 
-        merge = driver.next("merge")
+        merge = steps["merge"] = driver.next("merge")
         v3 = merged(v2)
         assert merge["metrics"]["num_target_rows_inserted"] == len(v3) - len(v2)
         assert merge["metrics"]["num_target_rows_updated"] == sum(i % 2 == 0 for i in v2)
         states.append((merge["version"], v3))
 
-        optimize = driver.next("optimize")
+        optimize = steps["optimize"] = driver.next("optimize")
         assert optimize["version"] == merge["version"] + 1, optimize
         assert optimize["metrics"]["num_added_files"] >= 1, optimize
 
-        append = driver.next("append")
+        append = steps["append"] = driver.next("append")
         v5 = {**v3, **{i: (i % 10, f"a{i}") for i in range(300_000, 300_100)}}
         states.append((append["version"], v5))
 
-        vacuum = driver.next("vacuum")
+        df_write = steps["df_write"] = driver.next("df_write")
+        v6 = {**v5, **{i: (i % 10, f"w{i}") for i in range(400_000, 400_100)}}
+        states.append((df_write["version"], v6))
+
+        vacuum = steps["vacuum"] = driver.next("vacuum")
         assert vacuum["deleted"], "VACUUM with retention 0 deleted nothing"
     finally:
         driver.close()
     assert driver.proc.returncode == 0, driver.tail()
-    # DELETE, UPDATE, MERGE, OPTIMIZE, append: one commit each
-    assert [at for at, _ in states] == [0, 1, 2, 3, 5]
-    check_versions(delta_spark, tmp_path / "copy" / "before_vacuum", states)
-    after = tmp_path / "copy" / "after_vacuum"
+    # DELETE, UPDATE, MERGE, OPTIMIZE, write_table, df.write: one commit each
+    assert [at for at, _ in states] == [0, 1, 2, 3, 5, 6]
+    versions = check_versions(spark, tmp / "copy" / "before_vacuum", states)
+    after = tmp / "copy" / "after_vacuum"
     assert latest_version(after) == vacuum["version"]
-    assert oracle_rows(delta_spark, after, vacuum["version"]) == as_sorted(v5)
-    print(f"standalone ops test: {time.monotonic() - start:.1f} s")
+    assert oracle_rows(spark, after, vacuum["version"]) == as_sorted(v6)
+    print(f"standalone ops ({remote or 'classic'}): {time.monotonic() - start:.1f} s")
+    return {"steps": steps, "versions": versions}
+
+
+@pytest.fixture(scope="module")
+def classic_ops(
+    delta_spark: Any, cluster: Cluster, s3: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The ops run by a classic driver (one per module: the Connect test compares
+    its run with this one)."""
+    return run_ops(delta_spark, cluster, s3, tmp_path_factory.mktemp("ops-classic"))
+
+
+def test_dml_on_the_standalone_cluster(classic_ops: dict[str, Any]) -> None:
+    assert len(classic_ops["versions"]) == 7  # versions 0..6 read by Delta Spark
 
 
 def kill_on_marker(cluster: Cluster, driver: Driver, marker: Path, timeout: float = 180) -> int:
@@ -296,3 +328,32 @@ def test_worker_killed_during_delete_and_merge(
     assert latest_version(copy) == version
     check_versions(delta_spark, copy, states)
     print(f"standalone faults test: {time.monotonic() - start:.1f} s")
+
+
+def row_counts(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A step's row metrics (file counts and sizes follow random file names)."""
+    return {k: v for k, v in metrics.items() if "rows" in k}
+
+
+def test_dml_on_spark_connect_on_the_standalone_cluster(
+    delta_spark: Any,
+    cluster: Cluster,
+    s3: str,
+    classic_ops: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The same ops by a Connect client of a Connect server whose master is the
+    cluster: every version checked against the model, and equal to the classic
+    run's tables version by version (Delta Spark's reads) with the same row
+    metrics."""
+    tmp = tmp_path_factory.mktemp("ops-connect")
+    cluster.restart_dead_workers()  # the fault test leaves one worker killed
+    with connect_server(cluster, tmp / "server-local") as url:
+        remote = run_ops(delta_spark, cluster, s3, tmp, remote=url)
+    assert remote["versions"] == classic_ops["versions"]
+    for step in ("delete", "update", "merge"):
+        got, want = remote["steps"][step], classic_ops["steps"][step]
+        assert row_counts(got["metrics"]) == row_counts(want["metrics"]), step
+        assert got["version"] == want["version"], step
+    for step in ("optimize", "append", "df_write", "vacuum"):
+        assert remote["steps"][step]["version"] == classic_ops["steps"][step]["version"], step
