@@ -90,9 +90,17 @@ __all__ = [
     "DeltaProtocolError",
     "InternalError",
     "StorageError",
+    "StreamSourceChangedError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedPredicateError",
     "VersionNotFoundError",
     "WorkerImportError",
 ]
+
+
+class StreamSourceChangedError(DeltaDVError):
+    """A streaming read (``spark.readStream.format("deltadv")``) met a commit it may
+    not read past: one that deletes or rewrites rows (see the options
+    ``ignoreDeletes`` and ``skipChangeCommits``), or a schema change. The message
+    is Delta Spark's and names the version."""
