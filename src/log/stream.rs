@@ -33,8 +33,11 @@ use super::actions::{Action, Add};
 use super::schema::{DataType, StructType};
 use crate::error::{Error, Result};
 
-/// The `sourceVersion` of the offsets written (Delta Spark's `VERSION_3`).
-pub const SOURCE_VERSION: u32 = 3;
+/// The `sourceVersion` of the offsets written: Delta Spark writes `VERSION_1`
+/// for every offset it can (all but its schema-tracking ones).
+pub const SOURCE_VERSION: u32 = 1;
+/// The highest `sourceVersion` read (Delta Spark's `VERSION_3`).
+pub const MAX_SOURCE_VERSION: u32 = 3;
 /// The index of a commit's sentinel: before its first file.
 pub const BASE_INDEX: i64 = -1;
 /// The index of a version's last sentinel: after its last file.
@@ -90,9 +93,9 @@ impl StreamOffset {
             context: format!("stream offset {text}"),
             source,
         })?;
-        if offset.source_version > SOURCE_VERSION {
+        if offset.source_version > MAX_SOURCE_VERSION {
             return Err(Error::Unsupported(format!(
-                "stream offset sourceVersion {} (this reader knows up to {SOURCE_VERSION})",
+                "stream offset sourceVersion {} (this reader knows up to {MAX_SOURCE_VERSION})",
                 offset.source_version
             )));
         }
@@ -760,7 +763,7 @@ mod tests {
     #[test]
     fn offsets_round_trip_as_delta_spark_json() {
         let o = StreamOffset {
-            source_version: 3,
+            source_version: 1,
             reservoir_id: "abc".into(),
             reservoir_version: 5,
             index: -1,
@@ -769,7 +772,7 @@ mod tests {
         let json = o.to_json().unwrap();
         assert_eq!(
             json,
-            r#"{"sourceVersion":3,"reservoirId":"abc","reservoirVersion":5,"index":-1,"isStartingVersion":false}"#
+            r#"{"sourceVersion":1,"reservoirId":"abc","reservoirVersion":5,"index":-1,"isStartingVersion":false}"#
         );
         assert_eq!(StreamOffset::from_json(&json, "abc").unwrap(), o);
         assert!(StreamOffset::from_json(&json, "other").is_err());

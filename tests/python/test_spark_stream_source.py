@@ -143,10 +143,8 @@ def test_initial_snapshot_one_file_per_batch(delta_spark: Any, table: str, tmp_p
     assert len(theirs) > 3  # the table has several files
     assert ours == theirs
     assert 3 not in [r[0] for r in _rows(ours)] and 33 not in [r[0] for r in _rows(ours)]
-    keys = ("reservoirId", "reservoirVersion", "index", "isStartingVersion")
-    got = [{k: o[k] for k in keys} for o in _offsets(tmp_path / "ours")]
-    want = [{k: o[k] for k in keys} for o in _offsets(tmp_path / "theirs")]
-    assert got == want
+    # the same offsets, field for field (Delta Spark's DeltaSourceOffset JSON)
+    assert _offsets(tmp_path / "ours") == _offsets(tmp_path / "theirs")
 
 
 @pytest.mark.parametrize(
@@ -228,6 +226,7 @@ def test_restart_from_checkpoint_and_schema_change(delta_spark: Any, tmp_path: P
         for fmt in ("deltadv", "delta")
     }
     assert second["deltadv"] == second["delta"]
+    assert _offsets(tmp_path / "deltadv") == _offsets(tmp_path / "delta")
     batches, error = second["deltadv"]
     assert error is None
     assert [r[0] for r in _rows(batches)] == [*range(10, 13), *range(20, 24)]
@@ -266,3 +265,48 @@ def test_restart_from_checkpoint_and_schema_change(delta_spark: Any, tmp_path: P
     assert _failed_version(errors["deltadv"]) == changed
     assert "schema change" in (errors["deltadv"] or "")
     assert seen["deltadv"] == seen["delta"]
+
+
+def test_stream_source_without_spark(tmp_path: Path) -> None:
+    """deltadv.streaming.StreamSource on its own: the offsets and tasks of a
+    table deltadv wrote (expected values from the table's history as written
+    here), argument checks, and a delete stopping the stream at its version."""
+    from deltadv import DeltaTable
+    from deltadv.exceptions import StreamSourceChangedError, VersionNotFoundError
+    from deltadv.streaming import StreamSource
+
+    path = str(tmp_path / "s")
+    write_table(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}))  # version 0
+    write_table(path, pa.table({"id": pa.array([4], pa.int64())}), mode="append")  # 1
+
+    def ids(source: StreamSource, start: dict[str, Any], end: dict[str, Any]) -> list[int]:
+        batches = [b for t in source.tasks(start, end) for b in t.read()]
+        return sorted(i for b in batches for i in b.column("id").to_pylist())
+
+    snapshot = StreamSource(path)  # the snapshot of version 1, then its changes
+    start = snapshot.initial_offset()
+    end = snapshot.latest_offset(start)
+    assert (end["reservoirVersion"], end["index"], end["isStartingVersion"]) == (2, -1, False)
+    assert ids(snapshot, start, end) == [1, 2, 3, 4]
+    assert snapshot.latest_offset(end) == end  # nothing new
+    assert snapshot.tasks(end, end) == []
+
+    changes = StreamSource(path, starting_version=1)
+    start = changes.initial_offset()
+    end = changes.latest_offset(start)
+    assert (end["reservoirVersion"], end["index"]) == (2, -1)
+    assert ids(changes, start, end) == [4]
+
+    DeltaTable(path).delete("id = 2")  # version 2: the file re-added with a DV
+    with pytest.raises(StreamSourceChangedError, match="at version 2") as e:
+        changes.latest_offset(end)
+    assert "skipChangeCommits" in str(e.value)
+    skipping = StreamSource(path, starting_version=1, skip_change_commits=True)
+    assert skipping.latest_offset(end)["reservoirVersion"] == 3
+
+    with pytest.raises(VersionNotFoundError):
+        StreamSource(path, starting_version=9)
+    with pytest.raises(ValueError, match="max_files_per_trigger"):
+        StreamSource(path, max_files_per_trigger=0)
+    with pytest.raises(ValueError, match="not both"):
+        StreamSource(path, starting_version=0, starting_timestamp="2020-01-01")
