@@ -125,6 +125,12 @@ pub enum Error {
     #[error("{0}")]
     ConstraintViolation(String),
 
+    /// A streaming read met a commit it may not read past: one that removes
+    /// or rewrites rows (without `ignoreDeletes`/`skipChangeCommits`), or a
+    /// schema change. The message is Delta Spark's, naming the version.
+    #[error("{detail}")]
+    StreamSourceChanged { version: u64, detail: String },
+
     /// The requested version (or timestamp) does not exist in the table.
     #[error("version not found: {0}")]
     VersionNotFound(String),

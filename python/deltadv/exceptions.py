@@ -96,6 +96,7 @@ __all__ = [
     "DeltaProtocolError",
     "InternalError",
     "StorageError",
+    "StreamSourceChangedError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedPredicateError",
@@ -103,3 +104,10 @@ __all__ = [
     "VersionNotFoundError",
     "WorkerImportError",
 ]
+
+
+class StreamSourceChangedError(DeltaDVError):
+    """A streaming read (``spark.readStream.format("deltadv")``) met a commit it may
+    not read past: one that deletes or rewrites rows (see the options
+    ``ignoreDeletes`` and ``skipChangeCommits``), or a schema change. The message
+    is Delta Spark's and names the version."""

@@ -12,3 +12,5 @@ pub mod path;
 pub mod replay;
 pub mod schema;
 pub mod segment;
+/// Streaming source planning: offsets, admission, which commits a stream reads.
+pub mod stream;

@@ -72,6 +72,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         Error::ObjectStore { .. } => raise("StorageError", message),
         Error::Parquet { .. } => raise("CorruptDataFileError", message),
         Error::Internal(_) => raise("InternalError", message),
+        Error::StreamSourceChanged { .. } => raise("StreamSourceChangedError", message),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
     }
 }

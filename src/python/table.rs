@@ -16,6 +16,9 @@ use super::{rows_from_object, to_py, DeletionVector};
 use crate::io::{block_on, TableStore};
 use crate::table::snapshot::Snapshot;
 
+/// A task's JSON and about how many bytes it reads.
+type TaskJson = (String, u64);
+
 /// A table at one version (the native half of `deltadv.DeltaTable`).
 #[pyclass(module = "deltadv._core")]
 pub struct RawDeltaTable {
@@ -221,6 +224,105 @@ impl RawDeltaTable {
             Ok((ArrowSchema::new(plan.schema), tasks))
         })
         .map_err(to_py)
+    }
+
+    /// The offset (a dict) of a stream of this table that has read nothing.
+    fn stream_initial_offset<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(
+            py,
+            &crate::log::stream::StreamOffset::not_started(&self.snapshot.metadata().id),
+        )
+    }
+
+    /// The version a stream with `startingTimestamp` (ms) starts at.
+    fn stream_starting_version(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
+        py.detach(|| {
+            block_on(crate::scan::stream::starting_version_at(
+                &self.store,
+                timestamp_ms,
+            ))?
+        })
+        .map_err(to_py)
+    }
+
+    /// One scan of the streaming source over this table (the snapshot the
+    /// stream reads with) from the offset `start` (JSON), up to `bound`
+    /// (inclusive) when given, within `maxFilesPerTrigger`/`maxBytesPerTrigger`
+    /// when `limited`: the offset it ends at (a dict) and the tasks (JSON) and
+    /// sizes of the files it reads.
+    /// With `batch`, `bound` is the end of a micro-batch to read (a batch
+    /// replayed after a restart reads what it read).
+    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn stream_scan<'py>(
+        &self,
+        py: Python<'py>,
+        start: &str,
+        bound: Option<&str>,
+        limited: bool,
+        max_files: Option<i64>,
+        max_bytes: Option<i64>,
+        starting_version: Option<u64>,
+        ignore_deletes: bool,
+        ignore_changes: bool,
+        skip_change_commits: bool,
+        batch: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<TaskJson>)> {
+        use crate::log::stream::{Admission, ChangePolicy, StreamOffset};
+        let id = &self.snapshot.metadata().id;
+        let start = StreamOffset::from_json(start, id).map_err(to_py)?;
+        let bound = bound
+            .map(|b| StreamOffset::from_json(b, id))
+            .transpose()
+            .map_err(to_py)?;
+        let options = crate::scan::stream::StreamOptions {
+            starting_version,
+            policy: ChangePolicy {
+                ignore_deletes,
+                ignore_changes,
+                skip_change_commits,
+            },
+        };
+        let admission = limited.then(|| Admission::new(max_files, max_bytes));
+        let end = match (&bound, batch) {
+            (Some(b), true) => crate::scan::stream::ScanEnd::Batch(b),
+            (None, true) => {
+                return Err(to_py(crate::Error::InvalidArgument(
+                    "stream_scan: a batch needs its end offset (bound)".into(),
+                )))
+            }
+            (b, false) => crate::scan::stream::ScanEnd::Next {
+                bound: b.as_ref(),
+                admission,
+            },
+        };
+        let (end, tasks) = py
+            .detach(|| -> crate::Result<_> {
+                let scan = block_on(crate::scan::stream::scan(
+                    &self.snapshot,
+                    &start,
+                    end,
+                    &options,
+                    &self.uri,
+                ))??;
+                let tasks = scan
+                    .files
+                    .iter()
+                    .filter_map(|f| f.add.as_ref())
+                    .map(|add| {
+                        let task = crate::scan::stream::task_of(
+                            &self.snapshot,
+                            add,
+                            &self.uri,
+                            &self.options,
+                        );
+                        Ok((task.to_json()?, task.size))
+                    })
+                    .collect::<crate::Result<Vec<_>>>()?;
+                Ok((scan.end, tasks))
+            })
+            .map_err(to_py)?;
+        Ok((json_to_py(py, &end)?, tasks))
     }
 
     /// Stream every live file (DVs applied) as Arrow batches, decoded as

@@ -23,6 +23,8 @@ pub mod cdf;
 pub mod conform;
 pub mod pruning;
 pub mod selection;
+/// Streaming source reads: a micro-batch's files as tasks, and its end offset.
+pub mod stream;
 pub mod task;
 
 use std::collections::HashMap;

@@ -160,6 +160,7 @@ try:  # PySpark 4.1's Python data source API with filters; absent in 3.5 and 4.0
     from pyspark.sql.datasource import (
         DataSource,
         DataSourceReader,
+        DataSourceStreamReader,
         EqualNullSafe,
         EqualTo,
         Filter,
@@ -500,21 +501,24 @@ class DeltaDVDataSource(DataSource):
         }
         return {**bound, **self.options}
 
-    def _pinned(self) -> DeltaTable:
-        table = _open_table(self._options())
+    def _pinned(self, options: Mapping[str, str] | None = None) -> DeltaTable:
+        table = _open_table(self._options() if options is None else options)
         self._version = table.version()
         return table
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        opts = self._options()
-        feed = _change_feed(opts)
+        from deltadv.spark.stream_source import batch_options
+
+        # readStream's own options are checked by streamReader()
+        options = batch_options(self._options())
+        feed = _change_feed(options)
         if feed is not None:
-            schema, _ = self._pinned().cdf_tasks(**feed)
+            schema, _ = self._pinned(options).cdf_tasks(**feed)
             return from_arrow_schema(schema, prefer_timestamp_ntz=True)
-        table = self._pinned()
-        tracked = _row_tracking(opts)
+        table = self._pinned(options)
+        tracked = _row_tracking(options)
         schema = table.scan_schema(with_row_tracking=True) if tracked else table.schema()
         return from_arrow_schema(schema, prefer_timestamp_ntz=True)
 
@@ -542,6 +546,25 @@ class DeltaDVDataSource(DataSource):
         options["version"] = str(version)
         cls = DeltaDVReader if pushdown else DeltaDVPlainReader
         return cls(options, schema, packing)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``spark.readStream.format("deltadv")``: see
+        :mod:`deltadv.spark.stream_source`."""
+        from deltadv.spark.stream_source import DeltaDVStreamReader, batch_options
+
+        options = dict(self._options())  # plain dict: the reader is pickled to executors
+        rows = batch_options(options)
+        packing = (self._parallelism, self._max_partition_bytes)
+        return DeltaDVStreamReader(
+            options,
+            schema,
+            DeltaDVPlainReader(rows, schema, packing),
+            table_uri=_table_uri(options),
+            storage_options=_storage_options(rows),  # rejects unknown options
+            split_size=_split_size(options, self._max_partition_bytes),
+            parallelism=self._parallelism,
+            version=self._version,
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaDVWriter:
         """``df.write.format("deltadv")``: see the module docs' "Writing"."""
