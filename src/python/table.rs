@@ -75,6 +75,11 @@ impl RawDeltaTable {
             .call_method1("loads", (&self.snapshot.metadata().schema_string,))
     }
 
+    /// The latest `txn` version of application `app_id`, None when none.
+    fn transaction_version(&self, app_id: &str) -> Option<i64> {
+        self.snapshot.transaction_version(app_id)
+    }
+
     fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         json_to_py(py, self.snapshot.protocol())
     }
@@ -710,6 +715,7 @@ impl RawDeltaTable {
             allow_copy_on_write: args.allow_copy_on_write,
             inline_threshold: args.inline_threshold,
             time_zone: args.time_zone.clone(),
+            app: args.app.clone(),
             ..Default::default()
         };
         let mut options = super::dml::with_new_columns(

@@ -41,6 +41,7 @@
 //! Data files, like DV files, are new uniquely named objects until a commit
 //! references them; [`files`] removes the files of a commit that failed.
 
+pub mod app_txn;
 pub mod append;
 pub mod changes;
 pub mod checkpoint;
