@@ -114,6 +114,9 @@ def test_append_stream_exactly_once_and_replayed_batch_skipped(dspark: Any, tmp_
     assert (cp / "commits" / "1").exists()  # Spark saw the batch through
     assert DeltaTable(str(ours)).version() == 1 == DeltaTable(str(twin)).version()
     assert _rows(spark, ours) == sorted(expected, key=repr)
+    # The replayed batch's files were removed: every data file is the table's.
+    on_disk = {str(p.relative_to(ours)) for p in ours.rglob("*.parquet")}
+    assert on_disk == set(DeltaTable(str(ours)).files())
     # Delta Spark's streaming read of the table deltadv's sink wrote.
     stream_cp = tmp_path / "read_cp"
     q = (
@@ -169,6 +172,19 @@ def test_stream_options_refused(dspark: Any, tmp_path: Path) -> None:
         .start(str(tmp_path / "t"))
     )
     with pytest.raises(Exception, match="replacewhere"):
+        q.awaitTermination(120)
+        raise AssertionError(q.exception())
+    assert not (tmp_path / "t" / "_delta_log").exists()
+    # Update mode: Spark refuses it for the sink, as for Delta Spark's.
+    counts = df.groupBy("k").count()
+    q = (
+        counts.writeStream.format("deltadv")
+        .option("checkpointLocation", str(tmp_path / "cp2"))
+        .outputMode("update")
+        .trigger(availableNow=True)
+        .start(str(tmp_path / "t"))
+    )
+    with pytest.raises(Exception, match="does not support Update mode"):
         q.awaitTermination(120)
         raise AssertionError(q.exception())
     assert not (tmp_path / "t" / "_delta_log").exists()

@@ -164,7 +164,8 @@ task, the commit reads it from the checkpoint's ``metadata`` file, on a local
 checkpoint). A batch Spark replays after a crash (committed to the table but not to
 the checkpoint's commit log) finds its version in the table: the transaction commits
 nothing and the batch's files are removed. Output modes: ``append``, and ``complete``
-(the table's rows replaced in the one commit). Options: ``partitionBy``,
+(the table's rows replaced in the one commit); Spark itself refuses ``update`` for a
+Python sink (``deltadv does not support Update mode``), as Delta Spark's. Options: ``partitionBy``,
 ``mergeSchema``, ``overwriteSchema`` (complete), ``delta.*`` (a table the first batch
 creates; not column mapping, whose physical names the tasks and the commit would
 decide apart: create such a table first) and storage options, as df.write's;
