@@ -387,6 +387,13 @@ class DeltaTable:
         ``txnVersion``)."""
         return self._raw.transaction_version(app_id)
 
+    def transaction_applied(self, app_id: str, version: int) -> bool:
+        """Whether this version holds the write ``version`` of application
+        ``app_id`` already: a write carrying that ``txn`` (``txn_app_id`` /
+        ``txn_version``, a streaming batch) is skipped. ValueError for an empty
+        ``app_id`` or a negative ``version``."""
+        return self._raw.transaction_applied(app_id, version)
+
     def protocol(self) -> dict[str, Any]:
         """The protocol action (reader/writer versions and features)."""
         return self._raw.protocol()

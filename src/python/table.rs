@@ -80,6 +80,14 @@ impl RawDeltaTable {
         self.snapshot.transaction_version(app_id)
     }
 
+    /// Whether this version holds application `app_id`'s write `version`
+    /// already (a write carrying that `txn` would be skipped).
+    fn transaction_applied(&self, app_id: &str, version: i64) -> PyResult<bool> {
+        crate::write::app_txn::AppTransaction::try_new(app_id, version)
+            .map(|t| t.applied_in(&self.snapshot))
+            .map_err(to_py)
+    }
+
     fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         json_to_py(py, self.snapshot.protocol())
     }

@@ -267,7 +267,13 @@ def test_idempotent_writes_txn_app_id_and_version(dspark: Any, tmp_path: Path) -
     assert _rows(spark, ours) == [(1, 1, "a"), (2, 2, "b"), (3, 0, "c")]
     assert _rows(spark, ours) == _rows(spark, twin)
     assert DeltaTable(str(ours)).version() == 1 == DeltaTable(str(twin)).version()
-    assert DeltaTable(str(ours)).transaction_version("app") == 1
+    table = DeltaTable(str(ours))
+    assert table.transaction_version("app") == 1
+    assert table.transaction_applied("app", 1) and table.transaction_applied("app", 0)
+    assert not table.transaction_applied("app", 2)
+    assert not table.transaction_applied("nobody", 0)
+    with pytest.raises(ValueError, match="-1"):
+        table.transaction_applied("app", -1)
     # deltadv.spark.write_table: the same rule, under another application id.
     write_table(second, str(ours), mode="append", txn_app_id="other", txn_version=5)
     write_table(second, str(ours), mode="append", txn_app_id="other", txn_version=5)

@@ -797,10 +797,7 @@ def _txn_options(options: Mapping[str, str]) -> tuple[str, int] | None:
 def _applied(table: DeltaTable, txn: tuple[str, int] | None) -> bool:
     """Whether ``table`` holds the application transaction ``txn`` already
     (an early skip: deltadv's Rust transaction skips such a commit itself)."""
-    if txn is None:
-        return False
-    done = table.transaction_version(txn[0])
-    return done is not None and done >= txn[1]
+    return txn is not None and table.transaction_applied(*txn)
 
 
 def _flag(options: Mapping[str, str], key: str, name: str) -> bool:

@@ -645,11 +645,9 @@ def write_table(
         )
     if txn_app_id is not None and txn_version is not None and mode == "append":
         # An early skip (no Spark job): the Rust commit would skip it anyway.
-        done = _LocalTable(table_uri, storage_options=storage_options).transaction_version(
-            txn_app_id
-        )
-        if done is not None and done >= txn_version:
-            return _LocalTable(table_uri, storage_options=storage_options)
+        table = _LocalTable(table_uri, storage_options=storage_options)
+        if table.transaction_applied(txn_app_id, txn_version):
+            return table
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})

@@ -445,8 +445,7 @@ class DeltaMergeBuilder:
         if app_id is not None and version is not None:
             # An early skip (no join, no files): the commit would skip anyway.
             self._table.update_incremental()
-            done = self._table.transaction_version(app_id)
-            if done is not None and done >= version:
+            if self._table.transaction_applied(app_id, version):
                 return {"version": None, "skipped": True}
         t_alias = self._target_alias or "target"
         s_alias = _alias_of(self._source)
