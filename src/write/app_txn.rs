@@ -27,7 +27,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::log::actions::{Action, Txn};
+use crate::log::actions::{Action, RecordCount, Txn};
 use crate::table::snapshot::Snapshot;
 
 /// One idempotent write: application id and the write's version.
@@ -132,6 +132,32 @@ impl StreamingUpdate {
         p.insert("queryId".into(), json!(self.query_id));
         p.insert("epochId".into(), json!(self.epoch_id.to_string()));
         p
+    }
+
+    /// `operationMetrics` as Delta Spark's sink records them
+    /// (`numAddedFiles`, `numRemovedFiles`, `numOutputRows`,
+    /// `numOutputBytes`; strings), from the commit's file actions.
+    pub fn metrics(actions: &[Action]) -> Result<Map<String, Value>> {
+        let (mut added, mut removed, mut rows, mut bytes) = (0u64, 0u64, 0i64, 0i64);
+        for action in actions {
+            match action {
+                Action::Add(a) => {
+                    added += 1;
+                    bytes += a.size;
+                    rows += RecordCount::parse(a.stats.as_deref().unwrap_or("{}"), &a.path)?
+                        .num_records
+                        .unwrap_or(0);
+                }
+                Action::Remove(_) => removed += 1,
+                _ => {}
+            }
+        }
+        let mut m = Map::new();
+        m.insert("numAddedFiles".into(), json!(added.to_string()));
+        m.insert("numRemovedFiles".into(), json!(removed.to_string()));
+        m.insert("numOutputRows".into(), json!(rows.to_string()));
+        m.insert("numOutputBytes".into(), json!(bytes.to_string()));
+        Ok(m)
     }
 
     /// The batch's `txn`: the query id and the batch id.
@@ -265,6 +291,27 @@ mod tests {
         let t = s.app_transaction().unwrap();
         assert_eq!((t.app_id(), t.version()), ("q-1", 7));
         assert!(OutputMode::parse("update").is_err());
+        let add = |path: &str, rows: i64| {
+            Action::Add(Box::new(crate::log::actions::Add {
+                path: path.into(),
+                partition_values: Default::default(),
+                size: 10,
+                modification_time: 0,
+                data_change: true,
+                stats: Some(json!({ "numRecords": rows }).to_string()),
+                tags: None,
+                deletion_vector: None,
+                base_row_id: None,
+                default_row_commit_version: None,
+                clustering_provider: None,
+            }))
+        };
+        let m = StreamingUpdate::metrics(&[t.action(1), add("a", 3), add("b", 4)]).unwrap();
+        let strings = |k: &str| m[k].as_str().map(str::to_string);
+        assert_eq!(strings("numAddedFiles").as_deref(), Some("2"));
+        assert_eq!(strings("numRemovedFiles").as_deref(), Some("0"));
+        assert_eq!(strings("numOutputRows").as_deref(), Some("7"));
+        assert_eq!(strings("numOutputBytes").as_deref(), Some("20"));
         match t.action(5) {
             Action::Txn(x) => assert_eq!(
                 (x.app_id.as_str(), x.version, x.last_updated),

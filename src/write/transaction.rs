@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::app_txn::AppTransaction;
+use super::app_txn::{AppTransaction, StreamingUpdate};
 use super::commit::{conflict, read_commit, try_commit};
 use super::conflict::{
     self as checker, Decision, FileChange, IsolationLevel, ReadSet, RebaseFile, TxnContext,
@@ -401,15 +401,16 @@ impl<'a> Transaction<'a> {
                 return Ok(outcome);
             }
             let version = read_version.map_or(0, |v| v + 1);
+            // A streaming batch records Delta Spark's sink metrics.
+            let metrics = if self.operation == StreamingUpdate::OPERATION {
+                StreamingUpdate::metrics(&file_actions)?
+            } else {
+                changes.metrics()
+            };
             // commitInfo.readVersion stays the version this transaction read,
             // however many commits it was rebased past (as Delta Spark).
-            let (actions, ict) = self.assemble(
-                version,
-                self.read_version,
-                &state,
-                file_actions,
-                changes.metrics(),
-            )?;
+            let (actions, ict) =
+                self.assemble(version, self.read_version, &state, file_actions, metrics)?;
             if try_commit(&self.store, version, &actions).await? {
                 fail_point("after_commit")?;
                 outcome.version = Some(version);

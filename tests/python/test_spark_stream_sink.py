@@ -38,6 +38,15 @@ def _history(spark: Any, path: Path) -> list[tuple[int, str, dict[str, str]]]:
     return sorted((r["version"], r["operation"], dict(r["operationParameters"])) for r in rows)
 
 
+def _metrics(spark: Any, path: Path) -> list[tuple[list[str], str]]:
+    """Per version: the operationMetrics keys and numOutputRows."""
+    rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    return [
+        (sorted(m), m.get("numOutputRows", ""))
+        for m in (dict(r["operationMetrics"]) for r in sorted(rows, key=lambda r: r["version"]))
+    ]
+
+
 def _txns(path: Path) -> list[dict[str, Any]]:
     """Every txn action in the table's JSON commits, oldest first."""
     out = []
@@ -99,6 +108,8 @@ def test_append_stream_exactly_once_and_replayed_batch_skipped(dspark: Any, tmp_
         {"outputMode": "Append", "queryId": qid, "epochId": "1"},
     ]
     assert _shape(history) == _shape(_history(spark, twin))
+    assert _metrics(spark, ours) == _metrics(spark, twin)
+    assert [m[1] for m in _metrics(spark, ours)] == ["10", "15"]
     assert [(t["appId"], t["version"]) for t in _txns(ours)] == [(qid, 0), (qid, 1)]
     assert DeltaTable(str(ours)).transaction_version(qid) == 1
     assert DeltaTable(str(twin)).transaction_version(twin_qid) == 1  # Delta Spark's txn too
@@ -153,6 +164,8 @@ def test_complete_mode_overwrites_like_delta_spark(dspark: Any, tmp_path: Path) 
         ("STREAMING UPDATE", "Complete", "1"),
     ]
     assert _shape(history) == _shape(_history(spark, twin))
+    assert _metrics(spark, ours) == _metrics(spark, twin)
+    assert [m[1] for m in _metrics(spark, ours)] == ["3", "3"]
     # Batch 1 replaced every row in one commit: it removes batch 0's files.
     last = (ours / "_delta_log" / f"{1:020d}.json").read_text().splitlines()
     actions = [next(iter(json.loads(line))) for line in last]
