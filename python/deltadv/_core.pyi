@@ -92,6 +92,8 @@ class _DmlOptions(TypedDict, total=False):
     extra_metrics: str | None
     read_files: list[str] | None
     time_zone: str | None
+    txn_app_id: str | None
+    txn_version: int | None
 
 class _WriteOptions(TypedDict, total=False):
     mode: str
@@ -111,6 +113,9 @@ class _WriteOptions(TypedDict, total=False):
     time_zone: str | None
     operation: str | None
     operation_mode: str | None
+    txn_app_id: str | None
+    txn_version: int | None
+    output_mode: str | None
 
 # Errors are raised as the classes of ``deltadv.exceptions``.
 
@@ -256,6 +261,8 @@ class RawDeltaTable:
     def timestamp(self) -> int | None: ...
     def arrow_schema(self) -> ArrowSchema: ...
     def schema_json(self) -> dict[str, Any]: ...
+    def transaction_version(self, app_id: str) -> int | None: ...
+    def transaction_applied(self, app_id: str, version: int) -> bool: ...
     def protocol(self) -> dict[str, Any]: ...
     def metadata(self) -> dict[str, Any]: ...
     def add_actions_table(self) -> ArrowStream: ...

@@ -379,6 +379,21 @@ class DeltaTable:
             raise ValueError(f"no column {missing[0]!r} in the table (columns: {schema.names})")
         return pa.schema([schema.field(c) for c in columns])
 
+    def transaction_version(self, app_id: str) -> int | None:
+        """The latest version the application ``app_id`` committed in a ``txn``
+        action (a streaming query's last batch id written by the
+        ``format("deltadv")`` sink, a writer's ``txnVersion``), None when it
+        committed none (deltalake's ``transaction_version``, Delta Spark's
+        ``txnVersion``)."""
+        return self._raw.transaction_version(app_id)
+
+    def transaction_applied(self, app_id: str, version: int) -> bool:
+        """Whether this version holds the write ``version`` of application
+        ``app_id`` already: a write carrying that ``txn`` (``txn_app_id`` /
+        ``txn_version``, a streaming batch) is skipped. ValueError for an empty
+        ``app_id`` or a negative ``version``."""
+        return self._raw.transaction_applied(app_id, version)
+
     def protocol(self) -> dict[str, Any]:
         """The protocol action (reader/writer versions and features)."""
         return self._raw.protocol()
@@ -901,6 +916,8 @@ class DeltaTable:
         merge_keys: pa.Table | None = None,
         merge_keys_complete: bool = True,
         time_zone: str = "UTC",
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
     ) -> dict[str, Any]:
         """Commit what :meth:`ChangeTask.prepare` returned (from any number of
         tasks) as one ``"UPDATE"`` or ``"MERGE"``; ``parameters`` become the
@@ -915,7 +932,11 @@ class DeltaTable:
         concurrent commit added conflicts only when it lies in a partition the
         condition reads and (with the keys) holds a row with one of the source's
         keys, as :meth:`merge` checks (reading instants in ``time_zone``, the
-        session time zone the MERGE ran in).
+        session time zone the MERGE ran in). ``txn_app_id`` / ``txn_version``
+        (together): the commit carries Delta's ``txn`` action and is skipped
+        (``version`` None, the new files removed) when the table holds that
+        version of the application already (Delta Spark's ``txnAppId`` /
+        ``txnVersion``).
         Returns the metrics; see :meth:`update`."""
         params = dict(parameters or {})
         if predicate is not None and "predicate" not in params:
@@ -933,6 +954,8 @@ class DeltaTable:
             merge_keys=merge_keys,
             merge_keys_complete=merge_keys_complete,
             time_zone=time_zone,
+            txn_app_id=txn_app_id,
+            txn_version=txn_version,
         )
 
     def purge(

@@ -26,6 +26,7 @@ from deltadv.table import TARGET_FILE_SIZE, DeltaTable
 
 Mode = Literal["error", "append", "overwrite", "ignore"]
 SchemaMode = Literal["merge", "overwrite"]
+OutputMode = Literal["append", "complete"]
 Operation = Literal["CREATE TABLE AS SELECT", "WRITE"]
 
 
@@ -62,6 +63,8 @@ def write_table(
     predicate: str | None = None,
     schema_mode: SchemaMode | None = None,
     time_zone: str = "UTC",
+    txn_app_id: str | None = None,
+    txn_version: int | None = None,
 ) -> DeltaTable:
     """Write Arrow ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table
     or RecordBatchReader, a polars DataFrame, ...) to a Delta table, streamed.
@@ -94,6 +97,14 @@ def write_table(
     or STRING, literals without an offset), as Delta Spark reads them in
     ``spark.sql.session.timeZone``; an unknown name raises ValueError before
     anything is written.
+
+    ``txn_app_id`` and ``txn_version`` (together; Delta Spark's ``txnAppId`` /
+    ``txnVersion`` writer options) make the write idempotent: the commit
+    carries Delta's ``txn`` action, and a write whose ``txn_version`` is at or
+    below the table's :meth:`DeltaTable.transaction_version` for
+    ``txn_app_id`` writes and commits nothing (a ``foreachBatch`` replayed
+    after a failure); a concurrent commit of the same application id is a
+    CommitConflictError.
     """
     _core.write_table(
         table_uri,
@@ -110,6 +121,8 @@ def write_table(
         predicate=predicate,
         schema_mode=schema_mode,
         time_zone=time_zone,
+        txn_app_id=txn_app_id,
+        txn_version=txn_version,
     )
     return DeltaTable(table_uri, storage_options=storage_options)
 
@@ -208,6 +221,9 @@ def commit_files(
     schema_mode: SchemaMode | None = None,
     operation: Operation = "CREATE TABLE AS SELECT",
     operation_mode: Mode | None = None,
+    txn_app_id: str | None = None,
+    txn_version: int | None = None,
+    output_mode: OutputMode | None = None,
 ) -> int:
     """Commit data files already written under ``table_uri`` (``adds``: their add
     actions, e.g. from :func:`write_files`; deletion vectors allowed). With
@@ -240,7 +256,15 @@ def commit_files(
     SELECT"`` (``partitionBy``), or ``"WRITE"`` with ``mode`` ``operation_mode``
     (default ``mode``; ``"append"`` records ``Append``) and ``partitionBy``, as
     Delta Spark's ``df.write.format("delta").save(path)`` records a new table.
-    Appends and overwrites of an existing table record ``WRITE`` either way."""
+    Appends and overwrites of an existing table record ``WRITE`` either way.
+
+    ``txn_app_id`` / ``txn_version``: as :func:`write_table`'s (a write the
+    table holds already commits nothing, its files removed; the table's
+    version is returned). With ``output_mode`` (``"append"``, or
+    ``"complete"`` with ``mode="overwrite"``) the commit is a streaming
+    micro-batch, recorded as Delta Spark's sink records it: ``STREAMING
+    UPDATE`` with ``outputMode``, ``queryId`` (``txn_app_id``, the query's id)
+    and ``epochId`` (``txn_version``, the batch id)."""
     return _core.commit_files(
         table_uri,
         dict(storage_options or {}),
@@ -256,6 +280,9 @@ def commit_files(
         schema_mode=schema_mode,
         operation=operation,
         operation_mode=operation_mode,
+        txn_app_id=txn_app_id,
+        txn_version=txn_version,
+        output_mode=output_mode,
     )
 
 

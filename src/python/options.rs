@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::expr::TimeZone;
+use crate::write::app_txn::AppCommit;
 use crate::write::changes::DmlOptions;
 use crate::write::create::CreateOperation;
 use crate::write::data::{WriterOptions, DEFAULT_TARGET_FILE_SIZE};
@@ -264,6 +265,8 @@ pub(super) struct DmlArgs {
     pub read_files: Option<Vec<String>>,
     /// The session time zone (`time_zone`, an IANA name or an offset).
     pub time_zone: TimeZone,
+    /// `txn_app_id`/`txn_version`: the commit's application transaction.
+    pub app: AppCommit,
 }
 
 impl Default for DmlArgs {
@@ -282,6 +285,7 @@ impl Default for DmlArgs {
             extra_metrics: None,
             read_files: None,
             time_zone: TimeZone::utc(),
+            app: AppCommit::default(),
         }
     }
 }
@@ -306,10 +310,18 @@ impl DmlArgs {
                 "extra_metrics",
                 "read_files",
                 "time_zone",
+                "txn_app_id",
+                "txn_version",
             ],
         )?;
         let d = Self::default();
         Ok(DmlArgs {
+            app: AppCommit::from_options(
+                kw.get("txn_app_id", None)?,
+                kw.get("txn_version", None)?,
+                None,
+            )
+            .map_err(super::to_py)?,
             allow_copy_on_write: kw.get("allow_copy_on_write", d.allow_copy_on_write)?,
             inline_threshold: kw.get("inline_threshold", d.inline_threshold)?,
             dv_file_target_size: kw.get("dv_file_target_size", d.dv_file_target_size)?,
@@ -342,6 +354,7 @@ impl DmlArgs {
                 time_zone: self.time_zone.clone(),
                 ..Default::default()
             },
+            app: self.app.clone(),
             ..Default::default()
         }
     }
@@ -379,6 +392,12 @@ pub(super) struct WriteArgs {
     /// as its `mode` parameter.
     pub operation: Option<String>,
     pub operation_mode: Option<String>,
+    /// An application transaction (`txn`): Delta Spark's `txnAppId` /
+    /// `txnVersion`; a streaming batch's query id and batch id.
+    pub txn_app_id: Option<String>,
+    pub txn_version: Option<i64>,
+    /// A streaming batch (`STREAMING UPDATE`): `"append"` or `"complete"`.
+    pub output_mode: Option<String>,
 }
 
 impl Default for WriteArgs {
@@ -401,6 +420,9 @@ impl Default for WriteArgs {
             time_zone: TimeZone::utc(),
             operation: None,
             operation_mode: None,
+            txn_app_id: None,
+            txn_version: None,
+            output_mode: None,
         }
     }
 }
@@ -429,10 +451,16 @@ impl WriteArgs {
                 "time_zone",
                 "operation",
                 "operation_mode",
+                "txn_app_id",
+                "txn_version",
+                "output_mode",
             ],
         )?;
         let d = Self::default();
         Ok(WriteArgs {
+            txn_app_id: kw.get("txn_app_id", d.txn_app_id)?,
+            txn_version: kw.get("txn_version", d.txn_version)?,
+            output_mode: kw.get("output_mode", d.output_mode)?,
             operation: kw.get("operation", d.operation)?,
             operation_mode: kw.get("operation_mode", d.operation_mode)?,
             cluster_by: kw.get("cluster_by", d.cluster_by.clone())?,
@@ -483,6 +511,11 @@ impl WriteArgs {
         }
         let options = WriteOptions {
             create_operation,
+            app: AppCommit::from_options(
+                self.txn_app_id,
+                self.txn_version,
+                self.output_mode.as_deref(),
+            )?,
             mode,
             predicate: self.predicate,
             schema_mode: SchemaMode::parse(self.schema_mode.as_deref())?,

@@ -78,6 +78,19 @@ impl RawDeltaTable {
             .call_method1("loads", (&self.snapshot.metadata().schema_string,))
     }
 
+    /// The latest `txn` version of application `app_id`, None when none.
+    fn transaction_version(&self, app_id: &str) -> Option<i64> {
+        self.snapshot.transaction_version(app_id)
+    }
+
+    /// Whether this version holds application `app_id`'s write `version`
+    /// already (a write carrying that `txn` would be skipped).
+    fn transaction_applied(&self, app_id: &str, version: i64) -> PyResult<bool> {
+        crate::write::app_txn::AppTransaction::try_new(app_id, version)
+            .map(|t| t.applied_in(&self.snapshot))
+            .map_err(to_py)
+    }
+
     fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         json_to_py(py, self.snapshot.protocol())
     }
@@ -812,6 +825,7 @@ impl RawDeltaTable {
             allow_copy_on_write: args.allow_copy_on_write,
             inline_threshold: args.inline_threshold,
             time_zone: args.time_zone.clone(),
+            app: args.app.clone(),
             ..Default::default()
         };
         let mut options = super::dml::with_new_columns(

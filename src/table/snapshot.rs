@@ -351,6 +351,12 @@ impl Snapshot {
     pub fn txns(&self) -> &HashMap<String, Txn> {
         &self.txns
     }
+    /// The latest version of application `app_id`'s transactions (`txn`
+    /// actions) in this snapshot; None when it committed none (Delta Spark's
+    /// `txnVersion`, deltalake's `transaction_version`).
+    pub fn transaction_version(&self, app_id: &str) -> Option<i64> {
+        self.txns.get(app_id).map(|t| t.version)
+    }
     /// Live `domainMetadata` by domain (removed domains are gone).
     pub fn domain_metadata(&self) -> &HashMap<String, DomainMetadata> {
         &self.domains

@@ -7,6 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::app_txn::AppCommit;
 use super::transaction::{FixedActions, Transaction};
 use crate::error::Result;
 use crate::log::actions::{Action, Add, Metadata, RecordCount};
@@ -36,6 +37,26 @@ pub async fn append_files_with(
     metadata: Option<Metadata>,
     extra_parameters: Map<String, Value>,
 ) -> Result<u64> {
+    append_files_as(
+        snapshot,
+        adds,
+        metadata,
+        extra_parameters,
+        &AppCommit::default(),
+    )
+    .await
+}
+
+/// [`append_files_with`] carrying `app`'s `txn` (skipped, returning the
+/// snapshot's version, when the table holds it already) and recorded as its
+/// operation (`STREAMING UPDATE` for a streaming batch).
+pub async fn append_files_as(
+    snapshot: &Snapshot,
+    adds: Vec<Add>,
+    metadata: Option<Metadata>,
+    extra_parameters: Map<String, Value>,
+    app: &AppCommit,
+) -> Result<u64> {
     match &metadata {
         Some(m) => {
             let schema = crate::log::schema::StructType::parse(&m.schema_string)?;
@@ -63,9 +84,11 @@ pub async fn append_files_with(
         Value::from(serde_json::to_string(partition_by).unwrap_or_default()),
     );
     parameters.extend(extra_parameters);
-    let mut txn = Transaction::new(snapshot, "WRITE")?
-        .with_parameters(parameters)
-        .blind_append();
+    let mut txn = app.apply(
+        Transaction::new(snapshot, "WRITE")?
+            .with_parameters(parameters)
+            .blind_append(),
+    );
     if let Some(m) = metadata {
         txn = txn.with_metadata(m);
     }

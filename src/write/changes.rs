@@ -859,6 +859,9 @@ pub struct DmlOptions {
     /// New table metadata committed with the changes (MERGE's schema
     /// evolution: the new files are written in its schema).
     pub new_metadata: Option<crate::log::actions::Metadata>,
+    /// The commit's application transaction (Delta Spark's `txnAppId` /
+    /// `txnVersion`): skipped when the table holds it already.
+    pub app: super::app_txn::AppCommit,
 }
 
 /// What an UPDATE or MERGE did.
@@ -1208,10 +1211,11 @@ pub(super) async fn commit_changes_since(
             let base = metadata.as_ref().unwrap_or(snapshot.metadata());
             txn = txn.with_metadata(super::data::rules::with_high_water_marks(base, &marks)?);
         }
-        let txn = txn
-            .with_parameters(options.parameters.clone())
-            .with_max_attempts(options.delete.max_attempts)
-            .with_engine_info(options.delete.engine_info.clone());
+        let txn = options.app.apply(
+            txn.with_parameters(options.parameters.clone())
+                .with_max_attempts(options.delete.max_attempts)
+                .with_engine_info(options.delete.engine_info.clone()),
+        );
         let outcome = txn.commit(&mut changes).await?;
         Ok::<_, Error>(DmlMetrics {
             version: outcome.version,

@@ -54,6 +54,9 @@ pub struct CreateOptions {
     pub cluster_by: Vec<String>,
     /// How the commit is recorded.
     pub operation: CreateOperation,
+    /// The `txn` the commit carries, and its operation (`STREAMING UPDATE`
+    /// for a streaming batch).
+    pub app: super::app_txn::AppCommit,
 }
 
 /// Commit version 0 of a new table at `store` with `schema` and the data files
@@ -152,9 +155,13 @@ pub async fn create_table(
             .collect(),
         metrics,
     };
-    let outcome = Transaction::create(store.clone(), protocol, metadata, options.operation.name())
-        .with_parameters(parameters)
-        .blind_append()
+    let outcome = options
+        .app
+        .apply(
+            Transaction::create(store.clone(), protocol, metadata, options.operation.name())
+                .with_parameters(parameters)
+                .blind_append(),
+        )
         .commit(&mut changes)
         .await?;
     outcome

@@ -13,7 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use arrow_array::RecordBatchReader;
 
-use super::append::{append_files_with, check_appendable};
+use super::app_txn::AppCommit;
+use super::append::{append_files_as, check_appendable};
 use super::create::{create_table, CreateOperation, CreateOptions};
 use super::data::rules::{Identity, IdentitySlot};
 use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
@@ -127,6 +128,10 @@ pub struct WriteOptions {
     pub identity_slot: Option<IdentitySlot>,
     /// How a commit that creates the table is recorded.
     pub create_operation: CreateOperation,
+    /// An application transaction (`txn`) the commit carries, and a
+    /// streaming batch's operation: see [`super::app_txn`]. A write the
+    /// table holds already is skipped (its files removed).
+    pub app: AppCommit,
 }
 
 impl Default for WriteOptions {
@@ -142,6 +147,7 @@ impl Default for WriteOptions {
             schema_mode: None,
             identity_slot: None,
             create_operation: CreateOperation::default(),
+            app: AppCommit::default(),
         }
     }
 }
@@ -680,6 +686,11 @@ async fn commit_to(
     let paths: Vec<String> = adds.iter().map(|a| normalize_path(&a.path)).collect();
     let committed = match target.snapshot {
         Some(s) if target.skip => Ok(s.version()),
+        Some(s) if options.app.applied_in(&s) => {
+            // Applied already (a replayed batch): the files go, nothing commits.
+            let _ = remove_uncommitted(store, &paths).await;
+            Ok(s.version())
+        }
         Some(s) if options.mode == SaveMode::Overwrite => {
             let overwrite = OverwriteOptions {
                 predicate: options.predicate.clone(),
@@ -687,10 +698,14 @@ async fn commit_to(
                 partition_by: options.partition_by.clone(),
                 parameters: options.schema_parameters(),
                 time_zone: options.writer.time_zone.clone(),
+                app: options.app.clone(),
             };
             overwrite_files(&s, adds, &overwrite).await
         }
-        Some(s) => append_files_with(&s, adds, target.metadata, options.schema_parameters()).await,
+        Some(s) => {
+            let parameters = options.schema_parameters();
+            append_files_as(&s, adds, target.metadata, parameters, &options.app).await
+        }
         None if schema.is_none() => Err(Error::InvalidArgument(
             "creating a table needs the data's schema".into(),
         )),
@@ -708,6 +723,7 @@ async fn commit_to(
                 enable_deletion_vectors: options.enable_deletion_vectors,
                 cluster_by: options.cluster_by.clone(),
                 operation: options.create_operation,
+                app: options.app.clone(),
             };
             create_table(store, &layout.schema, adds, &create).await
         }
@@ -769,6 +785,13 @@ pub async fn write_table<R: RecordBatchReader>(
     let mut target = target(store, schema.as_ref(), options).await?;
     if let (true, Some(s)) = (target.skip, &target.snapshot) {
         return Ok(s.version());
+    }
+    if let Some(s) = target
+        .snapshot
+        .as_ref()
+        .filter(|s| options.app.applied_in(s))
+    {
+        return Ok(s.version()); // applied already (txnAppId/txnVersion): nothing written
     }
     let (adds, marks) = write_layout(store, reader, target.layout.clone(), options, false).await?;
     if let (false, Some(s)) = (marks.is_empty(), &target.snapshot) {

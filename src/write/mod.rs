@@ -22,6 +22,7 @@
 //! |-------------------|----------------------------------------------------------------------|
 //! | [`transaction`]   | the one commit path: actions, `commitInfo`, ICT, row ids, retries, rebases, checkpoints |
 //! | [`conflict`]      | the pure conflict checker (winning commit + reads/changes → decision) |
+//! | [`app_txn`]       | application transactions (`txn`): idempotent writes, streaming batches (`STREAMING UPDATE`) |
 //! | [`commit`]        | commit files: put-if-absent, reading a winning commit back           |
 //! | [`data`]          | Arrow batches → parquet data files + add actions with Delta stats     |
 //! | [`files`], [`create`], [`append`] | writing data files then committing them: new tables, appends, schema evolution |
@@ -41,6 +42,7 @@
 //! Data files, like DV files, are new uniquely named objects until a commit
 //! references them; [`files`] removes the files of a commit that failed.
 
+pub mod app_txn;
 pub mod append;
 pub mod changes;
 pub mod checkpoint;

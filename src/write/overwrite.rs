@@ -249,6 +249,9 @@ pub struct OverwriteOptions {
     pub parameters: Map<String, Value>,
     /// The session time zone `predicate` reads instants in (UTC by default).
     pub time_zone: crate::expr::TimeZone,
+    /// The `txn` the commit carries, and its operation (`STREAMING UPDATE`
+    /// for a streaming batch in complete mode).
+    pub app: super::app_txn::AppCommit,
 }
 
 /// Commit an overwrite of `snapshot`'s table by `adds` (data files already
@@ -315,7 +318,9 @@ pub async fn overwrite_files(
         parameters.insert("predicate".into(), Value::from(p.as_str()));
     }
     parameters.extend(options.parameters.clone());
-    let mut txn = Transaction::new(snapshot, "WRITE")?.with_parameters(parameters);
+    let mut txn = options
+        .app
+        .apply(Transaction::new(snapshot, "WRITE")?.with_parameters(parameters));
     if let Some(m) = &options.metadata {
         txn = txn.with_metadata(m.clone());
     }

@@ -20,6 +20,12 @@
 //!    version after the latest is tried. Attempts are bounded, with
 //!    exponential backoff.
 //!
+//! An application transaction ([`Transaction::with_app_transaction`], see
+//! [`super::app_txn`]) is checked here too: the commit is skipped when the
+//! snapshot read holds its version already, else its `txn` action leads the
+//! file actions, and a winner with a `txn` of the same application id is a
+//! conflict.
+//!
 //! Table features handled here, once for every operation:
 //!
 //! * **in-commit timestamps** (`delta.enableInCommitTimestamps`): the commit's
@@ -39,6 +45,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::app_txn::{AppTransaction, StreamingUpdate};
 use super::commit::{conflict, read_commit, try_commit};
 use super::conflict::{
     self as checker, Decision, FileChange, IsolationLevel, ReadSet, RebaseFile, TxnContext,
@@ -157,6 +164,9 @@ pub struct CommitOutcome {
     pub checkpoint_error: Option<String>,
     /// The commit's `inCommitTimestamp`, on tables with in-commit timestamps.
     pub in_commit_timestamp: Option<i64>,
+    /// Nothing committed: the table holds the application transaction's
+    /// version already (see [`Transaction::with_app_transaction`]).
+    pub skipped: bool,
 }
 
 /// The table state a commit attempt is assembled against: the read
@@ -187,6 +197,8 @@ pub struct Transaction<'a> {
     engine_info: String,
     /// Commit even with no action but commitInfo (VACUUM START/END).
     empty: bool,
+    /// The `txn` this commit carries (idempotent writes).
+    app_transaction: Option<AppTransaction>,
 }
 
 fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
@@ -232,6 +244,7 @@ impl<'a> Transaction<'a> {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             engine_info: ENGINE_INFO.to_string(),
             empty: false,
+            app_transaction: None,
         })
     }
 
@@ -257,6 +270,7 @@ impl<'a> Transaction<'a> {
             max_attempts: 1,
             engine_info: ENGINE_INFO.to_string(),
             empty: false,
+            app_transaction: None,
         }
     }
 
@@ -264,6 +278,23 @@ impl<'a> Transaction<'a> {
     /// mostly strings holding JSON).
     pub fn with_parameters(mut self, parameters: Map<String, Value>) -> Self {
         self.parameters = parameters;
+        self
+    }
+
+    /// Record the commit as `operation` instead of the one given to
+    /// [`Transaction::new`] (a streaming batch's `STREAMING UPDATE`).
+    pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
+        self.operation = operation.into();
+        self
+    }
+
+    /// Carry `txn`'s `txn` action: the commit is skipped (nothing written,
+    /// [`CommitOutcome::skipped`]) when the snapshot read holds its version
+    /// or a later one; a concurrent commit with a `txn` of the same
+    /// application id is a conflict. A commit with only the `txn` (no data)
+    /// is made, as Delta Spark's sink commits an empty batch.
+    pub fn with_app_transaction(mut self, txn: AppTransaction) -> Self {
+        self.app_transaction = Some(txn);
         self
     }
 
@@ -349,10 +380,19 @@ impl<'a> Transaction<'a> {
     pub async fn commit<C: Changes>(self, changes: &mut C) -> Result<CommitOutcome> {
         let mut state = self.initial_state().await?;
         let mut outcome = CommitOutcome::default();
+        if let (Some(t), Some(s)) = (&self.app_transaction, self.snapshot) {
+            if t.applied_in(s) {
+                outcome.skipped = true;
+                return Ok(outcome);
+            }
+        }
         let mut read_version = self.read_version;
         loop {
             outcome.attempts += 1;
-            let file_actions = changes.actions(&self.store).await?;
+            let mut file_actions = changes.actions(&self.store).await?;
+            if let Some(t) = &self.app_transaction {
+                file_actions.insert(0, t.action(now_ms()));
+            }
             if file_actions.is_empty()
                 && self.new_protocol.is_none()
                 && self.new_metadata.is_none()
@@ -361,15 +401,16 @@ impl<'a> Transaction<'a> {
                 return Ok(outcome);
             }
             let version = read_version.map_or(0, |v| v + 1);
+            // A streaming batch records Delta Spark's sink metrics.
+            let metrics = if self.operation == StreamingUpdate::OPERATION {
+                StreamingUpdate::metrics(&file_actions)?
+            } else {
+                changes.metrics()
+            };
             // commitInfo.readVersion stays the version this transaction read,
             // however many commits it was rebased past (as Delta Spark).
-            let (actions, ict) = self.assemble(
-                version,
-                self.read_version,
-                &state,
-                file_actions,
-                changes.metrics(),
-            )?;
+            let (actions, ict) =
+                self.assemble(version, self.read_version, &state, file_actions, metrics)?;
             if try_commit(&self.store, version, &actions).await? {
                 fail_point("after_commit")?;
                 outcome.version = Some(version);
@@ -416,7 +457,11 @@ impl<'a> Transaction<'a> {
                     reads,
                     changes: file_changes,
                     checks_added_rows: changes.checks_added_rows(),
-                    ..TxnContext::default()
+                    app_ids: self
+                        .app_transaction
+                        .iter()
+                        .map(|t| t.app_id().to_string())
+                        .collect(),
                 };
                 let mut summary = WinningCommit::from_actions(winning, &winner);
                 summary.identity_only_metadata = winner.iter().any(|a| {
@@ -830,6 +875,91 @@ mod tests {
         };
         assert_eq!(info(3)["readVersion"], json!(0));
         assert_eq!(info(2)["readVersion"], json!(1));
+    }
+
+    /// Application transactions: the `txn` is written first, a version the
+    /// table holds is skipped, and a concurrent commit of the same
+    /// application id conflicts while another id's does not.
+    #[test]
+    fn app_transactions_skip_applied_versions_and_conflict_on_the_same_app() {
+        use crate::io::block_on;
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let schema = crate::log::schema::StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let options = crate::write::create::CreateOptions::default();
+        block_on(crate::write::create::create_table(
+            &store,
+            &schema,
+            Vec::new(),
+            &options,
+        ))
+        .unwrap()
+        .unwrap();
+        let load = || {
+            block_on(Snapshot::load(store.clone(), None))
+                .unwrap()
+                .unwrap()
+        };
+        let append = |path: &str| FixedActions {
+            actions: vec![add(path, Some(1), None)],
+            metrics: Map::new(),
+        };
+        let app = |id: &str, v: i64| AppTransaction::try_new(id, v).unwrap();
+        let commit = |s: &Snapshot, t: AppTransaction, path: &str| {
+            let txn = Transaction::new(s, "WRITE")
+                .unwrap()
+                .blind_append()
+                .with_app_transaction(t);
+            block_on(txn.commit(&mut append(path))).unwrap()
+        };
+        // Batch 0 of query q: committed with its txn first among the files.
+        let outcome = commit(&load(), app("q", 0), "b0").unwrap();
+        assert_eq!((outcome.version, outcome.skipped), (Some(1), false));
+        let actions = block_on(read_commit(&store, 1)).unwrap().unwrap();
+        match &actions[1] {
+            Action::Txn(t) => {
+                assert_eq!((t.app_id.as_str(), t.version), ("q", 0));
+                assert!(t.last_updated.is_some_and(|ms| ms > 0));
+            }
+            other => panic!("expected the txn after commitInfo, got {other:?}"),
+        }
+        assert_eq!(load().transaction_version("q"), Some(0));
+        assert_eq!(load().transaction_version("other"), None);
+        // Replayed batch 0: skipped, nothing committed.
+        let outcome = commit(&load(), app("q", 0), "again").unwrap();
+        assert!(outcome.skipped && outcome.version.is_none(), "{outcome:?}");
+        assert_eq!(load().version(), 1);
+        // Two runs of batch 1 read version 1; the first wins, the second
+        // loses the race and conflicts on the application id.
+        let read = load();
+        commit(&load(), app("q", 1), "b1").unwrap();
+        let err = commit(&read, app("q", 1), "b1-again").unwrap_err();
+        assert!(
+            matches!(&err, Error::Conflict { .. }) && err.to_string().contains("q"),
+            "{err}"
+        );
+        // Another application's txn in the winner: no conflict (blind appends).
+        let read = load();
+        commit(&load(), app("other", 0), "o0").unwrap();
+        let outcome = commit(&read, app("q", 2), "b2").unwrap();
+        assert_eq!(outcome.version, Some(4));
+        let s = load();
+        assert_eq!(s.transaction_version("q"), Some(2));
+        assert_eq!(s.transaction_version("other"), Some(0));
+        // An empty batch still commits its txn (as Delta Spark's sink).
+        let txn = Transaction::new(&s, "WRITE")
+            .unwrap()
+            .with_app_transaction(app("q", 3));
+        let mut none = FixedActions {
+            actions: Vec::new(),
+            metrics: Map::new(),
+        };
+        let outcome = block_on(txn.commit(&mut none)).unwrap().unwrap();
+        assert_eq!(outcome.version, Some(5));
+        assert_eq!(load().transaction_version("q"), Some(3));
     }
 
     #[test]

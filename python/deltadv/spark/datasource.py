@@ -143,7 +143,34 @@ its writer removes its files when its input breaks off, but a Python worker kill
 outright leaves them behind, unreferenced by any commit, until VACUUM. Identity
 values: each task hands them out in its own slot (``index << 33``, unique, not Delta
 Spark's interleaving: the writer does not know the stage's task count). Not supported:
-``saveAsTable`` (no catalog).
+``saveAsTable`` (no catalog). ``txnAppId`` with ``txnVersion`` (Delta Spark's idempotent
+writes): the commit carries Delta's ``txn`` action, and a write whose version the table
+holds for that application already writes and commits nothing.
+
+Streaming sink: ``df.writeStream.format("deltadv")`` (PySpark's Python stream writer)::
+
+    df.writeStream.format("deltadv").option("checkpointLocation", cp) \
+        .outputMode("append").trigger(availableNow=True).start(path)
+
+Each micro-batch's tasks write data files as df.write's do (for the table as it is
+when they run: the first batch creates it when absent); :meth:`DeltaDVStreamWriter.commit`
+commits them as ONE commit through deltadv's Rust transaction, ``STREAMING UPDATE``
+with ``outputMode``, ``queryId`` and ``epochId`` as Delta Spark's sink records it,
+carrying Delta's ``txn`` action: appId = the query's id, version = the batch id. The
+query id is what Delta Spark's sink uses: the id Spark keeps in the checkpoint (stable
+across restarts from it), which Spark hands every task as the local property
+``sql.streaming.queryId``; the tasks pass it to the commit in their messages (with no
+task, the commit reads it from the checkpoint's ``metadata`` file, on a local
+checkpoint). A batch Spark replays after a crash (committed to the table but not to
+the checkpoint's commit log) finds its version in the table: the transaction commits
+nothing and the batch's files are removed. Output modes: ``append``, and ``complete``
+(the table's rows replaced in the one commit); Spark itself refuses ``update`` for a
+Python sink (``deltadv does not support Update mode``), as Delta Spark's. Options: ``partitionBy``,
+``mergeSchema``, ``overwriteSchema`` (complete), ``delta.*`` (a table the first batch
+creates; not column mapping, whose physical names the tasks and the commit would
+decide apart: create such a table first) and storage options, as df.write's;
+``replaceWhere``, ``saveMode``, ``txnAppId`` and ``txnVersion`` are refused.
+``toTable`` is not supported (no catalog).
 """
 
 from __future__ import annotations
@@ -198,6 +225,15 @@ except ImportError:  # pragma: no cover - older PySpark
 else:
     _ARROW_WRITER = True
 
+try:  # the Arrow stream writer (PySpark 4.1+); without it, no df.writeStream
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+except ImportError:  # pragma: no cover - older PySpark
+    from pyspark.sql.datasource import DataSourceStreamWriter as DataSourceStreamArrowWriter
+
+    _ARROW_STREAM_WRITER = False
+else:
+    _ARROW_STREAM_WRITER = True
+
 from deltadv import DeltaTable, ScanTask
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
 from deltadv.spark._tasks import (
@@ -220,6 +256,8 @@ __all__ = [
     "DeltaDVDataSource",
     "DeltaDVPlainReader",
     "DeltaDVReader",
+    "DeltaDVStreamCommitMessage",
+    "DeltaDVStreamWriter",
     "DeltaDVWriter",
     "filters_to_predicate",
     "register_data_source",
@@ -570,6 +608,10 @@ class DeltaDVDataSource(DataSource):
         """``df.write.format("deltadv")``: see the module docs' "Writing"."""
         return _writer(self._options(), schema, overwrite, self._time_zone)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaDVStreamWriter:
+        """``df.writeStream.format("deltadv")``: see the module docs' "Streaming sink"."""
+        return _stream_writer(self._options(), schema, overwrite, self._time_zone)
+
 
 def _packed(tasks: Sequence[ScanTask], split_size: int, parallelism: int | None) -> list[Any]:
     """Scan tasks as Spark partitions, each the JSON texts of the tasks it reads
@@ -707,6 +749,9 @@ REPLACE_WHERE_KEY = "replacewhere"
 SAVE_MODE_KEY = "savemode"
 MERGE_SCHEMA_KEY = "mergeschema"
 OVERWRITE_SCHEMA_KEY = "overwriteschema"
+TXN_APP_ID_KEY = "txnappid"
+TXN_VERSION_KEY = "txnversion"
+CHECKPOINT_KEY = "checkpointlocation"
 TABLE_PROPERTY_PREFIX = "delta."
 WRITE_KEYS = frozenset(
     {
@@ -716,6 +761,9 @@ WRITE_KEYS = frozenset(
         SAVE_MODE_KEY,
         MERGE_SCHEMA_KEY,
         OVERWRITE_SCHEMA_KEY,
+        TXN_APP_ID_KEY,
+        TXN_VERSION_KEY,
+        CHECKPOINT_KEY,
     }
 )
 SAVE_MODES = ("error", "errorifexists", "ignore", "append")
@@ -748,6 +796,31 @@ def _partition_by(text: str) -> list[str]:
             raise ValueError(f"deltadv: partitionBy must be a JSON list of names, not {text!r}")
         return names
     return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _txn_options(options: Mapping[str, str]) -> tuple[str, int] | None:
+    """``txnAppId`` / ``txnVersion`` (together, as Delta Spark requires):
+    the write's application transaction, or None."""
+    app_id = options.get(TXN_APP_ID_KEY)
+    version = options.get(TXN_VERSION_KEY)
+    if app_id is None and version is None:
+        return None
+    if app_id is None or version is None:
+        raise ValueError(
+            "deltadv: options txnAppId and txnVersion go together (Delta Spark's idempotent "
+            f"writes); given txnAppId={app_id!r}, txnVersion={version!r}"
+        )
+    try:
+        number = int(version.strip())
+    except ValueError:
+        raise ValueError(f"deltadv: txnVersion must be an integer, not {version!r}") from None
+    return app_id, number
+
+
+def _applied(table: DeltaTable, txn: tuple[str, int] | None) -> bool:
+    """Whether ``table`` holds the application transaction ``txn`` already
+    (an early skip: deltadv's Rust transaction skips such a commit itself)."""
+    return txn is not None and table.transaction_applied(*txn)
 
 
 def _flag(options: Mapping[str, str], key: str, name: str) -> bool:
@@ -786,7 +859,8 @@ def _write_options(
     if unknown:
         raise ValueError(
             f"deltadv: unknown write option(s) {sorted(unknown)}; expected path, partitionBy, "
-            "replaceWhere, saveMode, mergeSchema, overwriteSchema, delta.<table property>, "
+            "replaceWhere, saveMode, mergeSchema, overwriteSchema, txnAppId, txnVersion, "
+            "checkpointLocation (streaming), delta.<table property>, "
             "storage.<KEY> or "
             "AWS_*/AZURE_*/GOOGLE_* keys"
         )
@@ -833,8 +907,10 @@ class DeltaDVWriter(DataSourceArrowWriter):
         time_zone: str | None,
         schema_mode: str | None = None,
         operation_mode: str | None = None,
+        txn: tuple[str, int] | None = None,
     ) -> None:
         self.table_uri = table_uri
+        self.txn = txn  # txnAppId / txnVersion
         self.schema_mode = schema_mode  # mergeSchema / overwriteSchema
         # The save mode a create records (WRITE, as Delta Spark's df.write).
         self.operation_mode = operation_mode
@@ -890,17 +966,25 @@ class DeltaDVWriter(DataSourceArrowWriter):
         return [a for m in messages if isinstance(m, DeltaDVCommitMessage) for a in m.adds]
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from deltadv.write import commit_files
-
         if self.skip:
             return
+        app_id, version = self.txn or (None, None)
+        self.commit_as(messages, self.mode, txn_app_id=app_id, txn_version=version)
+
+    def commit_as(
+        self, messages: Sequence[WriterCommitMessage | None], mode: str, **txn: Any
+    ) -> None:
+        """Commit the tasks' files in ``mode``; ``txn``: the application
+        transaction keywords of :func:`deltadv.write.commit_files`."""
+        from deltadv.write import commit_files
+
         zones = {m.time_zone for m in messages if isinstance(m, DeltaDVCommitMessage)}
         zones.discard(None)
         zone = zones.pop() if len(zones) == 1 else self.time_zone
         commit_files(
             self.table_uri,
             self._adds(messages),
-            mode=self.mode,  # type: ignore[arg-type]
+            mode=mode,  # type: ignore[arg-type]
             schema=None if self.table_schema else self.schema,
             table_schema=self.table_schema,
             partition_by=self.partition_by,
@@ -912,6 +996,7 @@ class DeltaDVWriter(DataSourceArrowWriter):
             schema_mode=self.schema_mode,  # type: ignore[arg-type]
             operation="WRITE",
             operation_mode=self.operation_mode,  # type: ignore[arg-type]
+            **txn,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -956,6 +1041,7 @@ def _writer(
     if predicate is not None and not overwrite:
         raise ValueError('deltadv: option replaceWhere needs mode("overwrite")')
     schema_mode = _schema_mode(options, overwrite)
+    txn = _txn_options(options)
     if save_mode is not None and overwrite:
         raise ValueError(
             f'deltadv: option saveMode={save_mode!r} goes with mode("append") '
@@ -972,7 +1058,9 @@ def _writer(
                 f"a Delta table already exists at {existing.table_uri} "
                 f"(version {existing.version()})"
             )
-        skip = save_mode == "ignore"
+        # An idempotent write the table holds already (txnAppId/txnVersion): no
+        # task writes; the Rust transaction would skip its commit anyway.
+        skip = save_mode == "ignore" or _applied(existing, txn)
         mode = "overwrite" if overwrite else "append"
         table_parts = list(existing.metadata().get("partitionColumns") or [])
         if parts and parts != table_parts and not skip and schema_mode != "overwrite":
@@ -1007,4 +1095,162 @@ def _writer(
         time_zone=time_zone,
         schema_mode=schema_mode,
         operation_mode="overwrite" if overwrite else (save_mode or "append"),
+        txn=txn,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# df.writeStream.format("deltadv"): the streaming sink
+# --------------------------------------------------------------------------------------
+
+#: The task-local property Spark sets to the streaming query's id (Spark's
+#: ``StreamExecution.QUERY_ID_KEY``, which Delta Spark's sink reads too).
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+#: Options of df.write that a stream cannot take.
+BATCH_ONLY_KEYS = (REPLACE_WHERE_KEY, SAVE_MODE_KEY, TXN_APP_ID_KEY, TXN_VERSION_KEY)
+
+
+@dataclass
+class DeltaDVStreamCommitMessage(DeltaDVCommitMessage):
+    """A micro-batch task's files, with the query id Spark gave the task and
+    the mode the files were written for (``error``: a table to be created)."""
+
+    query_id: str | None = None
+    mode: str = "append"
+
+
+def _checkpoint_query_id(checkpoint: str | None) -> str | None:
+    """The query id in the checkpoint's ``metadata`` file (``{"id": ...}``, what
+    Spark writes when the query first starts), when it is a local path."""
+    import json
+
+    if not checkpoint:
+        return None
+    parsed = urlparse(checkpoint)
+    if parsed.scheme not in ("", "file"):
+        return None
+    path = os.path.join(parsed.path if parsed.scheme else checkpoint, "metadata")
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.loads(f.readline()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+class DeltaDVStreamWriter(DataSourceStreamArrowWriter):
+    """The sink of ``df.writeStream.format("deltadv")``: each micro-batch's tasks
+    write data files as :class:`DeltaDVWriter`'s do (for the table as it is when
+    the task runs: created by the first batch when absent), and :meth:`commit`
+    commits them as ONE ``STREAMING UPDATE`` carrying the ``txn`` (appId = the
+    query's id, version = the batch id) through deltadv's Rust transaction,
+    which skips a batch the table holds already."""
+
+    def __init__(self, batch: DeltaDVWriter, output_mode: str, checkpoint: str | None) -> None:
+        self.batch = batch  # the table, schema, partitioning and options
+        self.output_mode = output_mode  # "append" or "complete"
+        self.checkpoint = checkpoint
+
+    def _mode_now(self) -> str:
+        """The mode files are written for now: complete overwrites (creating the
+        table when absent); append appends, or creates the table."""
+        from deltadv.exceptions import TableNotFoundError
+
+        if self.output_mode == "complete":
+            return "overwrite"
+        try:
+            DeltaTable(self.batch.table_uri, storage_options=self.batch.storage_options or None)
+        except TableNotFoundError:
+            return "error"
+        return "append"
+
+    def _writer(self, mode: str) -> DeltaDVWriter:
+        import copy
+
+        writer = copy.copy(self.batch)
+        writer.mode = mode
+        writer.skip = False
+        return writer
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaDVStreamCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        query_id = context.getLocalProperty(QUERY_ID_PROPERTY) if context else None
+        mode = self._mode_now()
+        message = self._writer(mode).write(iterator)
+        return DeltaDVStreamCommitMessage(message.adds, message.time_zone, query_id, mode)
+
+    def _query_id(self, messages: Sequence[WriterCommitMessage | None]) -> str:
+        ids = {m.query_id for m in messages if isinstance(m, DeltaDVStreamCommitMessage)}
+        ids.discard(None)
+        if len(ids) > 1:
+            raise ValueError(f"deltadv: the tasks of one micro-batch report query ids {ids}")
+        query_id = ids.pop() if ids else _checkpoint_query_id(self.checkpoint)
+        if query_id is None:
+            raise ValueError(
+                "deltadv: the streaming sink cannot tell the query's id (no task reported "
+                f"Spark's {QUERY_ID_PROPERTY!r} and the checkpoint's metadata file at "
+                f"{self.checkpoint!r} cannot be read): it is the appId of the batch's txn"
+            )
+        return query_id
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        from deltadv.exceptions import CommitConflictError
+
+        ours = [m for m in messages if isinstance(m, DeltaDVStreamCommitMessage)]
+        try:
+            query_id = self._query_id(messages)
+            modes = {m.mode for m in ours if m.adds} or {self._mode_now()}
+            if len(modes) > 1:
+                raise CommitConflictError(
+                    f"deltadv: batch {batchId} of query {query_id}: the table at "
+                    f"{self.batch.table_uri} was created while its tasks wrote (files written "
+                    f"for modes {sorted(modes)}); the batch is retried when the query restarts"
+                )
+        except Exception:
+            self.abort(messages, batchId)
+            raise
+        mode = modes.pop()
+        self._writer(mode).commit_as(
+            messages,
+            mode,
+            txn_app_id=query_id,
+            txn_version=batchId,
+            output_mode=self.output_mode,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self.batch.abort(messages)
+
+
+def _stream_writer(
+    options: Mapping[str, str], schema: StructType, overwrite: bool, time_zone: str | None
+) -> DeltaDVStreamWriter:
+    """The sink's writer: the options checked as df.write's (``partitionBy``,
+    ``mergeSchema``, ``delta.*`` for a table the first batch creates, storage
+    options), ``overwrite`` (Spark's complete output mode) meaning complete."""
+    if not _ARROW_STREAM_WRITER:
+        import pyspark
+
+        raise NotImplementedError(
+            f'deltadv: df.writeStream.format("deltadv") needs pyspark.sql.datasource.'
+            f"DataSourceStreamArrowWriter, which PySpark {pyspark.__version__} lacks"
+        )
+    given = [k for k in options if k.lower() in BATCH_ONLY_KEYS]
+    if given:
+        raise ValueError(
+            f"deltadv: option(s) {sorted(given)} are for df.write, not a stream (the sink "
+            "makes each micro-batch idempotent with its query id and batch id)"
+        )
+    batch = _writer(options, schema, overwrite, time_zone)
+    mapping = batch.configuration.get("delta.columnMapping.mode", "none").strip().lower()
+    if mapping != "none":
+        raise ValueError(
+            "deltadv: the streaming sink cannot create a column-mapped table (its tasks and "
+            "its commit would decide the physical names apart); create the table first "
+            '(deltadv.write.write_table or df.write.format("deltadv"))'
+        )
+    return DeltaDVStreamWriter(
+        batch, "complete" if overwrite else "append", options.get(CHECKPOINT_KEY)
     )

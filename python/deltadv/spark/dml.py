@@ -290,6 +290,8 @@ class DeltaTable:
         inline_threshold: int = 0,
         dv_file_target_size: int = DV_FILE_TARGET_SIZE,
         target_file_size: int = TARGET_FILE_SIZE,
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
     ) -> DeltaMergeBuilder:
         """MERGE ``source`` into this table on ``condition`` (Delta Spark's builder):
         ``dt.alias("t").merge(df.alias("s"), "t.id = s.id").whenMatchedUpdateAll()
@@ -299,7 +301,13 @@ class DeltaTable:
         ``whenNotMatchedBySourceUpdate(condition, set)``,
         ``whenNotMatchedBySourceDelete``; in each kind the first clause whose
         condition holds acts. Spark runs the join; executors write DVs and new
-        files; the driver commits once. ``execute()`` returns the metrics."""
+        files; the driver commits once. ``execute()`` returns the metrics.
+
+        ``txn_app_id`` / ``txn_version`` (together; Delta Spark's ``txnAppId`` /
+        ``txnVersion``) make it idempotent, e.g. in ``foreachBatch`` with the
+        batch id: the commit carries Delta's ``txn`` action, and a MERGE whose
+        version the table holds already for that application runs nothing
+        (``execute()`` returns ``{"version": None, "skipped": True}``)."""
         return DeltaMergeBuilder(
             self._spark,
             self._table,
@@ -310,6 +318,8 @@ class DeltaTable:
                 "inline_threshold": inline_threshold,
                 "dv_file_target_size": dv_file_target_size,
                 "target_file_size": target_file_size,
+                "txn_app_id": txn_app_id,
+                "txn_version": txn_version,
             },
         )
 
@@ -603,6 +613,8 @@ def write_table(
     configuration: dict[str, str] | None = None,
     enable_deletion_vectors: bool = True,
     target_file_size: int = TARGET_FILE_SIZE,
+    txn_app_id: str | None = None,
+    txn_version: int | None = None,
 ) -> _LocalTable:
     """Write a Spark DataFrame to a Delta table: create it (``mode="error"``,
     deletion vectors enabled by default) or append to it (``mode="append"``).
@@ -617,8 +629,25 @@ def write_table(
     Spark's append of the same partitions gives), and the commit raises their
     high-water marks to the last values handed out. Generated columns and CHECK constraints
     read TIMESTAMPs in the session's ``spark.sql.session.timeZone``, as Delta
-    Spark does."""
+    Spark does.
+
+    ``txn_app_id`` / ``txn_version`` (together; Delta Spark's ``txnAppId`` /
+    ``txnVersion`` writer options) make the write idempotent, e.g. in
+    ``foreachBatch`` with the batch id: the commit carries Delta's ``txn``
+    action, and a write whose version the table holds already for that
+    application writes nothing."""
     from deltadv.write import commit_files, write_files
+
+    if (txn_app_id is None) != (txn_version is None):
+        raise ValueError(
+            "deltadv: txn_app_id and txn_version go together (Delta Spark's txnAppId / "
+            f"txnVersion); given txn_app_id={txn_app_id!r}, txn_version={txn_version!r}"
+        )
+    if txn_app_id is not None and txn_version is not None and mode == "append":
+        # An early skip (no Spark job): the Rust commit would skip it anyway.
+        table = _LocalTable(table_uri, storage_options=storage_options)
+        if table.transaction_applied(txn_app_id, txn_version):
+            return table
 
     parts = list(partition_by or [])
     options = dict(storage_options or {})
@@ -662,6 +691,8 @@ def write_table(
         storage_options=storage_options,
         configuration=conf,
         enable_deletion_vectors=enable_deletion_vectors,
+        txn_app_id=txn_app_id,
+        txn_version=txn_version,
     )
     return _LocalTable(table_uri, storage_options=storage_options)
 

@@ -436,6 +436,17 @@ class DeltaMergeBuilder:
         ``num_source_rows``, ``num_target_deletion_vectors_added``, ...) and
         ``version``. Nothing is committed when no clause acts on any row."""
         started = _now_ms()
+        app_id, version = self._options.get("txn_app_id"), self._options.get("txn_version")
+        if (app_id is None) != (version is None):
+            raise ValueError(
+                "deltadv: txn_app_id and txn_version go together (Delta Spark's txnAppId / "
+                f"txnVersion); given txn_app_id={app_id!r}, txn_version={version!r}"
+            )
+        if app_id is not None and version is not None:
+            # An early skip (no join, no files): the commit would skip anyway.
+            self._table.update_incremental()
+            if self._table.transaction_applied(app_id, version):
+                return {"version": None, "skipped": True}
         t_alias = self._target_alias or "target"
         s_alias = _alias_of(self._source)
         plan = self._plan(t_alias, s_alias)
@@ -866,6 +877,8 @@ class _SparkMerge:
             inline_threshold=self.options["inline_threshold"],
             new_columns=self.new_columns,
             time_zone=session_time_zone(self.spark),
+            txn_app_id=self.options.get("txn_app_id"),
+            txn_version=self.options.get("txn_version"),
             **self._source_keys(),
         )
 
