@@ -193,28 +193,7 @@ pub fn task_of(
     table_uri: &str,
     storage_options: &HashMap<String, String>,
 ) -> ScanTask {
-    let f = ScanFile::of_add(add);
-    ScanTask {
-        table_uri: table_uri.to_string(),
-        storage_options: storage_options.clone(),
-        path: f.path,
-        size: f.size,
-        partition_values: f.partition_values,
-        deletion_vector: f.deletion_vector,
-        row_groups: None,
-        schema_string: source.metadata().schema_string.clone(),
-        partition_columns: source.metadata().partition_columns.clone(),
-        column_mapping: source.column_mapping().to_string(),
-        columns: None,
-        filter: None,
-        filter_rows: false,
-        with_metadata: false,
-        change: None,
-        row_tracking: None,
-        base_row_id: f.base_row_id,
-        default_row_commit_version: f.default_row_commit_version,
-        time_zone: None,
-    }
+    ScanTask::of_file(source, ScanFile::of_add(add), table_uri, storage_options)
 }
 
 /// The version a stream with `startingTimestamp` starts at (ms since the

@@ -105,6 +105,38 @@ pub fn change_columns() -> [Field; 3] {
 }
 
 impl ScanTask {
+    /// A task reading every column of `file` (its deletion vector applied,
+    /// its row groups if split), with `snapshot`'s schema, partition columns
+    /// and column mapping; no filter, metadata, row tracking or time zone.
+    pub fn of_file(
+        snapshot: &Snapshot,
+        file: ScanFile,
+        table_uri: &str,
+        storage_options: &HashMap<String, String>,
+    ) -> ScanTask {
+        ScanTask {
+            table_uri: table_uri.to_string(),
+            storage_options: storage_options.clone(),
+            path: file.path,
+            size: file.size,
+            partition_values: file.partition_values,
+            deletion_vector: file.deletion_vector,
+            row_groups: file.row_groups,
+            schema_string: snapshot.metadata().schema_string.clone(),
+            partition_columns: snapshot.metadata().partition_columns.clone(),
+            column_mapping: snapshot.column_mapping().to_string(),
+            columns: None,
+            filter: None,
+            filter_rows: false,
+            with_metadata: false,
+            change: None,
+            row_tracking: None,
+            base_row_id: file.base_row_id,
+            default_row_commit_version: file.default_row_commit_version,
+            time_zone: None,
+        }
+    }
+
     /// About how many bytes of the file this task reads: the whole file, or
     /// for one split of a file (some row groups), at most `split_size`. For
     /// packing tasks into Spark partitions.
@@ -338,25 +370,13 @@ pub async fn plan_tasks(
     Ok(files
         .into_iter()
         .map(|f| ScanTask {
-            table_uri: table_uri.to_string(),
-            storage_options: storage_options.clone(),
-            path: f.path,
-            size: f.size,
-            partition_values: f.partition_values,
-            deletion_vector: f.deletion_vector,
-            row_groups: f.row_groups,
-            schema_string: snapshot.metadata().schema_string.clone(),
-            partition_columns: snapshot.metadata().partition_columns.clone(),
-            column_mapping: snapshot.column_mapping().to_string(),
             columns: options.columns.clone(),
             filter: options.filter.clone(),
             filter_rows: options.filter_rows,
             with_metadata: options.with_metadata,
-            change: None,
             row_tracking: spec.row_tracking.clone(),
-            base_row_id: f.base_row_id,
-            default_row_commit_version: f.default_row_commit_version,
             time_zone: Some(options.time_zone.name().to_string()),
+            ..ScanTask::of_file(snapshot, f, table_uri, storage_options)
         })
         .collect())
 }

@@ -822,12 +822,9 @@ mod tests {
         assert_eq!((s.last_ict, s.row_id_high_water_mark), (Some(20), 9));
     }
 
-    /// A commit that lost a race and went past the winner records the
-    /// version it read as `readVersion`, not the winner's: Delta Spark's
-    /// DescribeDeltaHistorySuite "read version" (a transaction on version 1
-    /// committing 4 after concurrent 2 and 3 records readVersion 1).
-    #[test]
-    fn read_version_is_the_one_read_after_a_lost_race() {
+    /// A new table (one `id` long column, no files) in a temporary folder,
+    /// kept while the returned guard lives.
+    fn empty_table() -> (tempfile::TempDir, TableStore) {
         use crate::io::block_on;
         let dir = tempfile::tempdir().unwrap();
         let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
@@ -844,6 +841,17 @@ mod tests {
         ))
         .unwrap()
         .unwrap();
+        (dir, store)
+    }
+
+    /// A commit that lost a race and went past the winner records the
+    /// version it read as `readVersion`, not the winner's: Delta Spark's
+    /// DescribeDeltaHistorySuite "read version" (a transaction on version 1
+    /// committing 4 after concurrent 2 and 3 records readVersion 1).
+    #[test]
+    fn read_version_is_the_one_read_after_a_lost_race() {
+        use crate::io::block_on;
+        let (_dir, store) = empty_table();
         let read = block_on(Snapshot::load(store.clone(), None))
             .unwrap()
             .unwrap();
@@ -883,21 +891,7 @@ mod tests {
     #[test]
     fn app_transactions_skip_applied_versions_and_conflict_on_the_same_app() {
         use crate::io::block_on;
-        let dir = tempfile::tempdir().unwrap();
-        let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-        let schema = crate::log::schema::StructType::parse(
-            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#,
-        )
-        .unwrap();
-        let options = crate::write::create::CreateOptions::default();
-        block_on(crate::write::create::create_table(
-            &store,
-            &schema,
-            Vec::new(),
-            &options,
-        ))
-        .unwrap()
-        .unwrap();
+        let (_dir, store) = empty_table();
         let load = || {
             block_on(Snapshot::load(store.clone(), None))
                 .unwrap()
