@@ -91,3 +91,15 @@ def spark_row_ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
         f"FROM delta.`{path}`"
     ).collect()
     return {r["id"]: (r["rid"], r["rcv"], r["s"]) for r in rows}
+
+
+def delta_rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
+    """Delta Spark's rows of the table at ``path``, sorted."""
+    df = spark.read.format("delta").load(str(path))
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def delta_history(spark: Any, path: Path) -> list[tuple[int, str, dict[str, str]]]:
+    """Delta Spark's history of ``path``: (version, operation, parameters), by version."""
+    rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    return sorted((r["version"], r["operation"], dict(r["operationParameters"])) for r in rows)

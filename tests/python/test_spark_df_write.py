@@ -13,6 +13,8 @@ import pytest
 
 from deltadv import DeltaTable
 from deltadv.spark.datasource import register_data_source
+from tests.python.dml_tables import delta_history as _history
+from tests.python.dml_tables import delta_rows as _rows
 
 SESSION_CONFS = {"spark.databricks.delta.snapshotPartitions": "2"}
 
@@ -21,16 +23,6 @@ SESSION_CONFS = {"spark.databricks.delta.snapshotPartitions": "2"}
 def dspark(delta_spark: Any) -> Any:
     register_data_source(delta_spark)
     return delta_spark
-
-
-def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
-    df = spark.read.format("delta").load(str(path))
-    return sorted((tuple(r) for r in df.collect()), key=repr)
-
-
-def _history(spark: Any, path: Path) -> list[tuple[int, str, dict[str, str]]]:
-    rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
-    return sorted((r["version"], r["operation"], dict(r["operationParameters"])) for r in rows)
 
 
 def _data_files(path: Path) -> set[str]:
