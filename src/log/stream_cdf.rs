@@ -292,7 +292,10 @@ mod tests {
         assert_eq!(got, vec![(BASE_INDEX, 0), (0, 5), (1, 5), (END_INDEX, 0)]);
         let mut maintenance = add("m", 1, false);
         maintenance.data_change = false;
-        let plain = commit_changes(&[r("y"), Action::Add(Box::new(maintenance)), a("x", false)], 5);
+        let plain = commit_changes(
+            &[r("y"), Action::Add(Box::new(maintenance)), a("x", false)],
+            5,
+        );
         assert_eq!(plain.len(), 4); // remove, add: the dataChange=false add is left out
         let noop = serde_json::json!({"operation": "MERGE", "operationMetrics": {
             "numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0"}});

@@ -181,7 +181,10 @@ async fn batch_tasks(
     let mut tasks = Vec::new();
     for t in taken {
         let name = LogPath::Commit(t.version).relative_path();
-        let timestamp = match t.in_commit_timestamp.or_else(|| times.get(&t.version).copied()) {
+        let timestamp = match t
+            .in_commit_timestamp
+            .or_else(|| times.get(&t.version).copied())
+        {
             Some(ts) => ts,
             None => {
                 return Err(Error::VersionNotFound(format!(

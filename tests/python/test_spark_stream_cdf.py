@@ -196,9 +196,9 @@ def test_admission_keeps_commits_whole(
     last = max(b for b, _ in ours)
     for side in ("ours", "theirs"):
         checkpoint = tmp_path / side
-        (checkpoint / "commits" / str(last)).unlink()
-        (checkpoint / "commits" / str(last - 1)).unlink()
-        (checkpoint / "offsets" / str(last)).unlink()
+        for log, batch in (("commits", last), ("commits", last - 1), ("offsets", last)):
+            for name in (str(batch), f".{batch}.crc"):  # the log file and its checksum
+                (checkpoint / log / name).unlink(missing_ok=True)
     again_ours = _run(delta_spark, "deltadv", table, options, tmp_path / "ours")
     again_theirs = _run(delta_spark, "delta", table, options, tmp_path / "theirs")
     assert again_ours == again_theirs
