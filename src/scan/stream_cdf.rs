@@ -120,9 +120,15 @@ pub async fn scan_changes(
         record(begin.version, got, at.in_commit_timestamp());
         first_commit = begin.version + 1;
     } else if start.is_not_started() {
-        // A fresh query from `startingVersion`: the feed must be on there.
-        let at = Snapshot::load(source.store().clone(), Some(begin.version)).await?;
-        check_enabled(at.metadata(), begin.version)?;
+        // A fresh query from `startingVersion`: the feed must be on there
+        // (past the source's version, as at the source's: later metadata
+        // actions are checked as the scan reads them).
+        if begin.version >= source.version() {
+            check_enabled(source.metadata(), begin.version)?;
+        } else {
+            let at = Snapshot::load(source.store().clone(), Some(begin.version)).await?;
+            check_enabled(at.metadata(), begin.version)?;
+        }
     }
     let store = source.store();
     let versions = commit_versions(store, first_commit).await?;

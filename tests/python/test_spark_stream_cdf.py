@@ -207,7 +207,8 @@ def test_admission_keeps_commits_whole(
 
 def test_schema_change_stops_an_older_stream(table: str) -> None:
     """A stream read with the schema before the column was added stops at that
-    version; DELETE, UPDATE and MERGE before it did not stop it."""
+    version; DELETE, UPDATE and MERGE before it did not stop it. A stream from
+    ``startingVersion=latest`` has nothing to read yet."""
     from deltadv.exceptions import StreamSourceChangedError
     from deltadv.streaming import StreamSource
 
@@ -228,3 +229,29 @@ def test_schema_change_stops_an_older_stream(table: str) -> None:
         old.latest_offset(start)
     current = StreamSource(table, starting_version=V_APPEND, read_change_feed=True)
     assert current.latest_offset(current.initial_offset())["reservoirVersion"] == V_APPEND_4 + 1
+    latest = StreamSource(table, starting_version="latest", read_change_feed=True)
+    nothing = latest.initial_offset()
+    assert latest.latest_offset(nothing) == nothing  # no commit after the latest yet
+
+
+def test_table_without_the_feed_is_refused(tmp_path: Path) -> None:
+    """A table whose change data feed is off cannot be streamed as a feed, from
+    its snapshot or from a version: the error names the property
+    (DeltaProtocolError); its rows still stream."""
+    import pyarrow as pa
+
+    from deltadv.exceptions import DeltaProtocolError
+    from deltadv.streaming import StreamSource
+    from deltadv.write import write_table
+
+    path = str(tmp_path / "off")
+    write_table(path, pa.table({"id": pa.array([1, 2], pa.int64())}))  # version 0
+    write_table(path, pa.table({"id": pa.array([3], pa.int64())}), mode="append")  # 1
+    for source in (
+        StreamSource(path, read_change_feed=True),
+        StreamSource(path, starting_version=1, read_change_feed=True),
+    ):
+        with pytest.raises(DeltaProtocolError, match=r"delta\.enableChangeDataFeed"):
+            source.latest_offset(source.initial_offset())
+    rows = StreamSource(path, starting_version=1)
+    assert rows.latest_offset(rows.initial_offset())["reservoirVersion"] == 2
