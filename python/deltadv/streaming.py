@@ -21,6 +21,16 @@ Delta Spark, unless ``ignore_deletes`` (commits that only remove files),
 So does a later schema change. Maintenance commits (``dataChange`` false:
 OPTIMIZE, PURGE) add nothing to the stream.
 
+With ``read_change_feed`` the stream is the table's Change Data Feed, as Delta
+Spark's ``readChangeFeed`` stream: the snapshot's rows as ``insert`` rows (with
+``_commit_version`` the snapshot's version), then each commit's changed rows
+(``insert``, ``delete``, ``update_preimage``, ``update_postimage``; a deletion
+vector's newly deleted rows as ``delete``), with ``_change_type``,
+``_commit_version`` and ``_commit_timestamp`` after the table's columns. No commit
+stops it for changing rows (the change options do not apply); a schema change
+does. A commit's change files, or its files when one has a deletion vector, go
+into one micro-batch whole (admitted beyond the limits when first in a batch).
+
 ``spark.readStream.format("deltadv")`` (:mod:`deltadv.spark.datasource`) is this
 class run by Spark.
 """
@@ -31,6 +41,8 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+import pyarrow as pa
 
 from deltadv.table import DeltaTable, ScanTask, _millis
 
@@ -59,7 +71,8 @@ class StreamSource:
     version's schema is the stream's, and a stream that starts fresh begins with
     that version's snapshot. ``starting_version`` (an int, or ``"latest"`` for only commits
     after now) or ``starting_timestamp`` (the first commit at or after it) read
-    only the changes from there.
+    only the changes from there. ``read_change_feed`` streams the Change Data Feed
+    (see the module docs).
     """
 
     def __init__(
@@ -75,6 +88,7 @@ class StreamSource:
         ignore_deletes: bool = False,
         ignore_changes: bool = False,
         skip_change_commits: bool = False,
+        read_change_feed: bool = False,
     ) -> None:
         self.table = DeltaTable(
             table_uri,
@@ -112,6 +126,7 @@ class StreamSource:
             "ignore_changes": bool(ignore_changes),
             "skip_change_commits": bool(skip_change_commits),
         }
+        self.read_change_feed = bool(read_change_feed)
 
     def initial_offset(self) -> Offset:
         """The offset of a stream that has read nothing yet."""
@@ -128,6 +143,7 @@ class StreamSource:
             self.max_bytes,
             self.starting_version,
             batch=batch,
+            read_change_feed=self.read_change_feed,
             **self.policy,
         )
         return end, tasks
@@ -145,7 +161,8 @@ class StreamSource:
 
     def tasks(self, start: Offset, end: Offset) -> list[ScanTask]:
         """The scan tasks reading the rows of the batch (``start``, ``end``]: one
-        per file, deletion vectors applied, in stream order."""
+        per file, deletion vectors applied, in stream order (with
+        ``read_change_feed``, one per changed file, reading its changed rows)."""
         if start == end:
             return []
         _, tasks = self._scan(start, end, False, batch=True)
@@ -153,5 +170,8 @@ class StreamSource:
         return [ScanTask(text, options, size) for text, size in tasks]
 
     def schema(self) -> Any:
-        """The stream's schema (the table's, as Arrow)."""
+        """The stream's schema (the table's, as Arrow; with ``read_change_feed``,
+        then ``_change_type``, ``_commit_version`` and ``_commit_timestamp``)."""
+        if self.read_change_feed:
+            return pa.schema(self.table._raw.stream_change_schema())
         return self.table.schema()

@@ -98,7 +98,7 @@ pub fn is_enabled(metadata: &Metadata) -> bool {
 
 /// A MERGE that says it changed no row: Delta Spark serves no change for it
 /// even when it rewrote files.
-fn is_noop_merge(commit_info: Option<&serde_json::Value>) -> bool {
+pub fn is_noop_merge(commit_info: Option<&serde_json::Value>) -> bool {
     let Some(info) = commit_info else {
         return false;
     };

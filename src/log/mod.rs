@@ -14,3 +14,5 @@ pub mod schema;
 pub mod segment;
 /// Streaming source planning: offsets, admission, which commits a stream reads.
 pub mod stream;
+/// Change-feed streams (`readChangeFeed`): which change files a micro-batch reads.
+pub mod stream_cdf;

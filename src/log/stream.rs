@@ -401,6 +401,9 @@ fn type_compatible(existing: &DataType, read: &DataType) -> bool {
 pub struct Admission {
     files_to_take: i64,
     bytes_to_take: i64,
+    /// Whether an entry was offered yet (Delta Spark's
+    /// `commitProcessedInBatch`): a batch's first commit is admitted whole.
+    commit_processed: bool,
 }
 
 impl Admission {
@@ -415,19 +418,52 @@ impl Admission {
         Admission {
             files_to_take,
             bytes_to_take: max_bytes.unwrap_or(i64::MAX),
+            commit_processed: false,
         }
+    }
+
+    /// Whether the batch has room left (Delta Spark's `hasCapacity`).
+    pub fn has_capacity(&self) -> bool {
+        self.files_to_take > 0 && self.bytes_to_take > 0
+    }
+
+    fn take(&mut self, files: i64, bytes: i64) {
+        self.files_to_take = self.files_to_take.saturating_sub(files);
+        self.bytes_to_take = self.bytes_to_take.saturating_sub(bytes);
+    }
+
+    /// Whether `entries` entries of one commit, `bytes` bytes in all, are
+    /// admitted together (Delta Spark's `admit(Seq)`, for a change-feed commit
+    /// that may not be split): when they are the batch's first, or when they
+    /// all fit. Sentinels among them count as entries, as in Delta Spark.
+    pub fn admit_commit(&mut self, entries: usize, bytes: i64) -> bool {
+        if entries == 0 {
+            return true;
+        }
+        let files = i64::try_from(entries).unwrap_or(i64::MAX);
+        let admit = !self.commit_processed
+            || (self.files_to_take.saturating_sub(files) >= 0
+                && self.bytes_to_take.saturating_sub(bytes) >= 0);
+        self.commit_processed = true;
+        self.take(files, bytes);
+        admit
     }
 
     /// Whether the next entry is admitted. A micro-batch admits files while
     /// it has room, so the file that fills it is admitted whole (and the
     /// first file always is); a sentinel is always admitted, taking no room.
     pub fn admit(&mut self, add: Option<&Add>) -> bool {
-        let Some(add) = add else {
+        self.admit_size(add.map(|a| a.size))
+    }
+
+    /// [`Admission::admit`] for an entry of `size` bytes (`None`: a sentinel).
+    pub fn admit_size(&mut self, size: Option<i64>) -> bool {
+        self.commit_processed = true;
+        let Some(size) = size else {
             return true; // a sentinel
         };
-        let admit = self.files_to_take > 0 && self.bytes_to_take > 0;
-        self.files_to_take -= 1;
-        self.bytes_to_take = self.bytes_to_take.saturating_sub(add.size);
+        let admit = self.has_capacity();
+        self.take(1, size);
         admit
     }
 }
@@ -495,27 +531,38 @@ impl OffsetScan {
     /// `buildOffsetFromIndexedFile`): past a version's end sentinel, the next
     /// version's base.
     pub fn offset_after(&self, last: &IndexedFile, table_id: &str) -> Result<StreamOffset> {
-        let version = i64::try_from(last.version)
-            .map_err(|_| Error::InvalidArgument(format!("version {} too large", last.version)))?;
-        Ok(if last.index == END_INDEX {
-            StreamOffset {
-                source_version: SOURCE_VERSION,
-                reservoir_id: table_id.to_string(),
-                reservoir_version: version + 1,
-                index: BASE_INDEX,
-                is_starting_version: false,
-            }
-        } else {
-            StreamOffset {
-                source_version: SOURCE_VERSION,
-                reservoir_id: table_id.to_string(),
-                reservoir_version: version,
-                index: last.index,
-                is_starting_version: last.version == self.start.version
-                    && self.start.is_starting_version,
-            }
-        })
+        offset_after(self.start, last.version, last.index, table_id)
     }
+}
+
+/// The offset after the entry (`version`, `index`), the last a scan from
+/// `start` took (Delta Spark's `buildOffsetFromIndexedFile`): past a version's
+/// end sentinel, the next version's base.
+pub fn offset_after(
+    start: ScanStart,
+    version: u64,
+    index: i64,
+    table_id: &str,
+) -> Result<StreamOffset> {
+    let reservoir_version = i64::try_from(version)
+        .map_err(|_| Error::InvalidArgument(format!("version {version} too large")))?;
+    Ok(if index == END_INDEX {
+        StreamOffset {
+            source_version: SOURCE_VERSION,
+            reservoir_id: table_id.to_string(),
+            reservoir_version: reservoir_version + 1,
+            index: BASE_INDEX,
+            is_starting_version: false,
+        }
+    } else {
+        StreamOffset {
+            source_version: SOURCE_VERSION,
+            reservoir_id: table_id.to_string(),
+            reservoir_version,
+            index,
+            is_starting_version: version == start.version && start.is_starting_version,
+        }
+    })
 }
 
 #[cfg(test)]

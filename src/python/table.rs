@@ -247,6 +247,14 @@ impl RawDeltaTable {
         )
     }
 
+    /// The schema of a change data feed stream of this table: its columns,
+    /// then `_change_type`, `_commit_version` and `_commit_timestamp`.
+    fn stream_change_schema(&self) -> PyResult<ArrowSchema> {
+        crate::scan::stream_cdf::change_schema(&self.snapshot)
+            .map(ArrowSchema::new)
+            .map_err(to_py)
+    }
+
     /// The version a stream with `startingTimestamp` (ms) starts at.
     fn stream_starting_version(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
         py.detach(|| {
@@ -265,7 +273,9 @@ impl RawDeltaTable {
     /// sizes of the files it reads.
     /// With `batch`, `bound` is the end of a micro-batch to read (a batch
     /// replayed after a restart reads what it read).
-    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false))]
+    /// With `read_change_feed`, the stream of the change data feed: the tasks
+    /// (of a batch only) read each file's changed rows with the change columns.
+    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false, read_change_feed=false))]
     #[allow(clippy::too_many_arguments)]
     fn stream_scan<'py>(
         &self,
@@ -280,6 +290,7 @@ impl RawDeltaTable {
         ignore_changes: bool,
         skip_change_commits: bool,
         batch: bool,
+        read_change_feed: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<TaskJson>)> {
         use crate::log::stream::{Admission, ChangePolicy, StreamOffset};
         let id = &self.snapshot.metadata().id;
@@ -309,6 +320,27 @@ impl RawDeltaTable {
                 admission,
             },
         };
+        if read_change_feed {
+            let (end, tasks) = py
+                .detach(|| -> crate::Result<_> {
+                    let scan = block_on(crate::scan::stream_cdf::scan_changes(
+                        &self.snapshot,
+                        &start,
+                        end,
+                        &options,
+                        &self.uri,
+                        &self.options,
+                    ))??;
+                    let tasks = scan
+                        .tasks
+                        .iter()
+                        .map(|task| Ok((task.to_json()?, task.size)))
+                        .collect::<crate::Result<Vec<_>>>()?;
+                    Ok((scan.end, tasks))
+                })
+                .map_err(to_py)?;
+            return Ok((json_to_py(py, &end)?, tasks));
+        }
         let (end, tasks) = py
             .detach(|| -> crate::Result<_> {
                 let scan = block_on(crate::scan::stream::scan(

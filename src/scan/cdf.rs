@@ -121,6 +121,47 @@ async fn resolve_range(store: &TableStore, options: &ChangeOptions) -> Result<(u
     Ok((start, end))
 }
 
+/// The task reading the rows `file` changed in commit `version` (at
+/// `timestamp`, ms since the epoch), with `snapshot`'s schema: `columns`
+/// (all when `None`) and, with `filter`, only the rows it matches.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn change_task(
+    snapshot: &Snapshot,
+    file: cdf::ChangedFile,
+    version: u64,
+    timestamp: i64,
+    table_uri: &str,
+    storage_options: &HashMap<String, String>,
+    columns: Option<Vec<String>>,
+    filter: Option<Filter>,
+) -> ScanTask {
+    ScanTask {
+        table_uri: table_uri.to_string(),
+        storage_options: storage_options.clone(),
+        path: file.path,
+        size: file.size,
+        partition_values: file.partition_values,
+        deletion_vector: None,
+        row_groups: None,
+        schema_string: snapshot.metadata().schema_string.clone(),
+        partition_columns: snapshot.metadata().partition_columns.clone(),
+        column_mapping: snapshot.column_mapping().to_string(),
+        columns,
+        filter_rows: filter.is_some(),
+        filter,
+        with_metadata: false,
+        change: Some(TaskChange {
+            rows: file.rows,
+            commit_version: version,
+            commit_timestamp: timestamp,
+        }),
+        row_tracking: None,
+        base_row_id: None,
+        default_row_commit_version: None,
+        time_zone: None,
+    }
+}
+
 /// Plan a change data feed read of the table at `store` (`table_uri` and
 /// `storage_options` go into the tasks, the options never into their JSON).
 pub async fn plan_changes(
@@ -204,31 +245,16 @@ pub async fn plan_changes(
                     continue;
                 }
             }
-            tasks.push(ScanTask {
-                table_uri: table_uri.to_string(),
-                storage_options: storage_options.clone(),
-                path: file.path,
-                size: file.size,
-                partition_values: file.partition_values,
-                deletion_vector: None,
-                row_groups: None,
-                schema_string: last.metadata().schema_string.clone(),
-                partition_columns: last.metadata().partition_columns.clone(),
-                column_mapping: last.column_mapping().to_string(),
-                columns: options.columns.clone(),
-                filter: filter.clone(),
-                filter_rows: filter.is_some(),
-                with_metadata: false,
-                change: Some(TaskChange {
-                    rows: file.rows,
-                    commit_version: version,
-                    commit_timestamp: timestamp,
-                }),
-                row_tracking: None,
-                base_row_id: None,
-                default_row_commit_version: None,
-                time_zone: None,
-            });
+            tasks.push(change_task(
+                &last,
+                file,
+                version,
+                timestamp,
+                table_uri,
+                storage_options,
+                options.columns.clone(),
+                filter.clone(),
+            ));
         }
     }
     let mut fields: Vec<_> = table_schema

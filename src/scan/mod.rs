@@ -25,6 +25,8 @@ pub mod pruning;
 pub mod selection;
 /// Streaming source reads: a micro-batch's files as tasks, and its end offset.
 pub mod stream;
+/// Change-feed streams (`readChangeFeed`): a micro-batch's change tasks, and its end offset.
+pub mod stream_cdf;
 pub mod task;
 
 use std::collections::HashMap;

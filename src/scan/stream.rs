@@ -151,7 +151,7 @@ pub async fn scan(
 
 /// The commit versions from `first` on, consecutive; an error if `first`
 /// is gone from the log while later ones exist.
-async fn commit_versions(store: &TableStore, first: u64) -> Result<Vec<u64>> {
+pub(crate) async fn commit_versions(store: &TableStore, first: u64) -> Result<Vec<u64>> {
     let listed = list_log(store, Some(&format!("{first:020}"))).await?;
     let mut commits: Vec<u64> = listed
         .iter()
@@ -179,7 +179,7 @@ async fn commit_versions(store: &TableStore, first: u64) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-async fn read_commit(store: &TableStore, version: u64) -> Result<Vec<Action>> {
+pub(crate) async fn read_commit(store: &TableStore, version: u64) -> Result<Vec<Action>> {
     let name = LogPath::Commit(version).relative_path();
     let bytes = store.get(&store.path(&name)).await?;
     crate::io::spawn_blocking(move || actions::parse_commit(&bytes, &name)).await?

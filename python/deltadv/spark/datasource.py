@@ -483,6 +483,16 @@ def _change_feed(options: Mapping[str, str]) -> dict[str, Any] | None:
     return feed
 
 
+def _stream_feed_schema(options: Mapping[str, str]) -> bool:
+    """Whether the options ask for the change feed from the start (no range given) or
+    from ``startingVersion=latest`` (a stream's), whose schema is the latest
+    version's with the change columns."""
+    if options.get(CDF_KEY, "false").strip().lower() != "true":
+        return False
+    given = {k: options[k].strip().lower() for k in CDF_RANGE_KEYS if k in options}
+    return not given or given == {"startingversion": "latest"}
+
+
 def _row_tracking(options: Mapping[str, str]) -> bool:
     """Whether the options ask for ``_row_id`` and ``_row_commit_version``."""
     value = options.get(ROW_TRACKING_KEY, "false").strip().lower()
@@ -551,6 +561,10 @@ class DeltaDVDataSource(DataSource):
 
         # readStream's own options are checked by streamReader()
         options = batch_options(self._options())
+        if _stream_feed_schema(options):
+            # the latest version's columns, as a range up to it has: no range to plan
+            schema = self._pinned(options)._raw.stream_change_schema()
+            return from_arrow_schema(pa.schema(schema), prefer_timestamp_ntz=True)
         feed = _change_feed(options)
         if feed is not None:
             schema, _ = self._pinned(options).cdf_tasks(**feed)

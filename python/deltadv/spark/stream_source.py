@@ -27,6 +27,8 @@ Options (case-insensitive):
                               MERGE, ...) are skipped whole
 ``ignoreChanges``             ``true`` (deprecated in Delta Spark): the files such
                               commits re-add are read again, unchanged rows included
+``readChangeFeed``            ``true``: stream the Change Data Feed (below); the three
+                              options above do not apply to it
 ``splitSize``, ``storage.*``, as for batch reads
 ``AWS_*`` ...
 ============================  =========================================================
@@ -36,7 +38,19 @@ batches within the limits, then stops. Without ``ignoreDeletes`` or
 ``skipChangeCommits`` a commit that deletes or rewrites rows fails the query with
 Delta Spark's message, naming the version; so does a schema change after the
 stream's schema (the table's when the query was loaded): restart the query.
-``readChangeFeed`` is not supported for streams yet.
+
+``readChangeFeed=true`` streams the Change Data Feed, as Delta Spark's
+``DeltaSourceCDCSupport``: the initial snapshot's rows as ``insert`` (its version and
+commit time as ``_commit_version``/``_commit_timestamp``; none with
+``startingVersion``/``startingTimestamp``), then each commit's changed rows
+(``insert``, ``delete``, ``update_preimage``, ``update_postimage``; rows a deletion
+vector newly deletes as ``delete``), the table's columns then ``_change_type``,
+``_commit_version``, ``_commit_timestamp``. DELETE, UPDATE and MERGE do not stop it;
+OPTIMIZE and PURGE add nothing; a schema change does stop it. Offsets index a
+commit's change entries (its ``cdc`` files, else its adds and removes); a commit's
+``cdc`` files, or its adds and removes when one carries a deletion vector, are
+admitted into a micro-batch all together (beyond the limits when first), so one
+change never spans two batches.
 """
 
 from __future__ import annotations
@@ -121,13 +135,8 @@ def _bytes(options: Mapping[str, str], key: str) -> int | None:
 
 def _source_arguments(options: Mapping[str, str]) -> dict[str, Any]:
     """StreamSource's keyword arguments from the stream's options."""
-    if _flag(options, "readchangefeed"):
-        raise NotImplementedError(
-            'deltadv: spark.readStream.format("deltadv") does not stream the change data '
-            "feed (readChangeFeed) yet; read it in batches with "
-            'spark.read.format("deltadv").option("readChangeFeed", "true")'
-        )
     args: dict[str, Any] = {name: _flag(options, key) for key, name in FLAG_KEYS.items()}
+    args["read_change_feed"] = _flag(options, "readchangefeed")
     if STARTING_VERSION_KEY in options and STARTING_TIMESTAMP_KEY in options:
         raise ValueError("deltadv: give startingVersion or startingTimestamp, not both")
     if STARTING_VERSION_KEY in options:
