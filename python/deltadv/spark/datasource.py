@@ -1196,7 +1196,7 @@ class DeltaDVStreamWriter(DataSourceStreamArrowWriter):
         return query_id
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        from deltadv.exceptions import CommitConflictError
+        from deltadv.exceptions import CommitConflictError, TableAlreadyExistsError
 
         ours = [m for m in messages if isinstance(m, DeltaDVStreamCommitMessage)]
         try:
@@ -1212,13 +1212,23 @@ class DeltaDVStreamWriter(DataSourceStreamArrowWriter):
             self.abort(messages, batchId)
             raise
         mode = modes.pop()
-        self._writer(mode).commit_as(
-            messages,
-            mode,
-            txn_app_id=query_id,
-            txn_version=batchId,
-            output_mode=self.output_mode,
-        )
+        try:
+            self._writer(mode).commit_as(
+                messages,
+                mode,
+                txn_app_id=query_id,
+                txn_version=batchId,
+                output_mode=self.output_mode,
+            )
+        except TableAlreadyExistsError as e:  # (the commit removed the files)
+            # Another writer created the table after the tasks wrote their
+            # files for a new one: a race lost (Delta Spark's sink raises a
+            # concurrent modification), not a create refused.
+            raise CommitConflictError(
+                f"deltadv: batch {batchId} of query {query_id}: a Delta table was created at "
+                f"{self.batch.table_uri} while the batch's tasks wrote files for a new one "
+                f"({e}); the batch is retried when the query restarts"
+            ) from e
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self.batch.abort(messages)
