@@ -163,7 +163,11 @@ across restarts from it), which Spark hands every task as the local property
 task, the commit reads it from the checkpoint's ``metadata`` file, on a local
 checkpoint). A batch Spark replays after a crash (committed to the table but not to
 the checkpoint's commit log) finds its version in the table: the transaction commits
-nothing and the batch's files are removed. Output modes: ``append``, and ``complete``
+nothing and the batch's files are removed. The batch commits on the table as it is
+at its commit (another writer's commit since its tasks ran is no conflict for an
+append); a first batch whose tasks wrote files for a new table that another writer
+created meanwhile fails with ``CommitConflictError`` (its files removed), and runs
+again, as an append, when the query restarts. Output modes: ``append``, and ``complete``
 (the table's rows replaced in the one commit); Spark itself refuses ``update`` for a
 Python sink (``deltadv does not support Update mode``), as Delta Spark's. Options: ``partitionBy``,
 ``mergeSchema``, ``overwriteSchema`` (complete), ``delta.*`` (a table the first batch
