@@ -163,7 +163,11 @@ across restarts from it), which Spark hands every task as the local property
 task, the commit reads it from the checkpoint's ``metadata`` file, on a local
 checkpoint). A batch Spark replays after a crash (committed to the table but not to
 the checkpoint's commit log) finds its version in the table: the transaction commits
-nothing and the batch's files are removed. Output modes: ``append``, and ``complete``
+nothing and the batch's files are removed. The batch commits on the table as it is
+at its commit (another writer's commit since its tasks ran is no conflict for an
+append); a first batch whose tasks wrote files for a new table that another writer
+created meanwhile fails with ``CommitConflictError`` (its files removed), and runs
+again, as an append, when the query restarts. Output modes: ``append``, and ``complete``
 (the table's rows replaced in the one commit); Spark itself refuses ``update`` for a
 Python sink (``deltadv does not support Update mode``), as Delta Spark's. Options: ``partitionBy``,
 ``mergeSchema``, ``overwriteSchema`` (complete), ``delta.*`` (a table the first batch
@@ -1210,7 +1214,7 @@ class DeltaDVStreamWriter(DataSourceStreamArrowWriter):
         return query_id
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        from deltadv.exceptions import CommitConflictError
+        from deltadv.exceptions import CommitConflictError, TableAlreadyExistsError
 
         ours = [m for m in messages if isinstance(m, DeltaDVStreamCommitMessage)]
         try:
@@ -1226,13 +1230,23 @@ class DeltaDVStreamWriter(DataSourceStreamArrowWriter):
             self.abort(messages, batchId)
             raise
         mode = modes.pop()
-        self._writer(mode).commit_as(
-            messages,
-            mode,
-            txn_app_id=query_id,
-            txn_version=batchId,
-            output_mode=self.output_mode,
-        )
+        try:
+            self._writer(mode).commit_as(
+                messages,
+                mode,
+                txn_app_id=query_id,
+                txn_version=batchId,
+                output_mode=self.output_mode,
+            )
+        except TableAlreadyExistsError as e:  # (the commit removed the files)
+            # Another writer created the table after the tasks wrote their
+            # files for a new one: a race lost (Delta Spark's sink raises a
+            # concurrent modification), not a create refused.
+            raise CommitConflictError(
+                f"deltadv: batch {batchId} of query {query_id}: a Delta table was created at "
+                f"{self.batch.table_uri} while the batch's tasks wrote files for a new one "
+                f"({e}); the batch is retried when the query restarts"
+            ) from e
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self.batch.abort(messages)
