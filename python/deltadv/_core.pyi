@@ -310,6 +310,7 @@ class RawDeltaTable:
         ignore_changes: bool = False,
         skip_change_commits: bool = False,
         batch: bool = False,
+        check_start: bool = True,
     ) -> tuple[dict[str, Any], list[tuple[str, int]]]: ...
     def scan_schema(
         self, columns: list[str] | None = None, row_tracking: bool = False

@@ -18,7 +18,9 @@ stops the stream with :class:`deltadv.exceptions.StreamSourceChangedError`, as
 Delta Spark, unless ``ignore_deletes`` (commits that only remove files),
 ``skip_change_commits`` (such commits are skipped whole) or ``ignore_changes``
 (deprecated in Delta Spark: the re-added files are read again, rows and all).
-So does a later schema change. Maintenance commits (``dataChange`` false:
+So does a later schema change, and, for a stream that starts before the
+version its schema was read at, a column renamed or dropped (column mapping)
+or a schema the data at the start cannot be read with. Maintenance commits (``dataChange`` false:
 OPTIMIZE, PURGE) add nothing to the stream.
 
 ``spark.readStream.format("deltadv")`` (:mod:`deltadv.spark.datasource`) is this
@@ -112,6 +114,9 @@ class StreamSource:
             "ignore_changes": bool(ignore_changes),
             "skip_change_commits": bool(skip_change_commits),
         }
+        # Whether the metadata where the stream starts was checked against its
+        # schema (once, as Delta Spark: see log::stream::check_start).
+        self._start_checked = False
 
     def initial_offset(self) -> Offset:
         """The offset of a stream that has read nothing yet."""
@@ -128,8 +133,11 @@ class StreamSource:
             self.max_bytes,
             self.starting_version,
             batch=batch,
+            check_start=not self._start_checked,
             **self.policy,
         )
+        if end != start:
+            self._start_checked = True
         return end, tasks
 
     def latest_offset(

@@ -265,7 +265,7 @@ impl RawDeltaTable {
     /// sizes of the files it reads.
     /// With `batch`, `bound` is the end of a micro-batch to read (a batch
     /// replayed after a restart reads what it read).
-    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false))]
+    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false, check_start=true))]
     #[allow(clippy::too_many_arguments)]
     fn stream_scan<'py>(
         &self,
@@ -280,6 +280,7 @@ impl RawDeltaTable {
         ignore_changes: bool,
         skip_change_commits: bool,
         batch: bool,
+        check_start: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<TaskJson>)> {
         use crate::log::stream::{Admission, ChangePolicy, StreamOffset};
         let id = &self.snapshot.metadata().id;
@@ -295,6 +296,7 @@ impl RawDeltaTable {
                 ignore_changes,
                 skip_change_commits,
             },
+            check_start,
         };
         let admission = limited.then(|| Admission::new(max_files, max_bytes));
         let end = match (&bound, batch) {
