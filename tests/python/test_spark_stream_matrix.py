@@ -6,9 +6,11 @@ ignoreDeletes, skipChangeCommits, maxFilesPerTrigger=1 / maxBytesPerTrigger with
 skipChangeCommits), a restart and a schema change under a running query. This
 file adds what it does not: UPDATE and MERGE writing DVs, an insert-only MERGE,
 deltadv's PURGE (REORG), starting versions at each kind of commit,
-``startingTimestamp``, ``maxFilesPerTrigger=1`` up to a failure, the snapshot of
-files those operations wrote, a schema change before the start of a query, and
-tables written by each project's streaming sink read by the other's source.
+``startingTimestamp``, ``maxFilesPerTrigger=1`` up to a failure,
+``ignoreChanges``, the snapshot of files those operations wrote, schema changes
+before the start of a query (two ADD COLUMNS; a DROP and a RENAME under column
+mapping), and tables written by each project's streaming sink read by both
+sources.
 
 Each case runs ``spark.readStream.format("deltadv")`` and Delta Spark's
 ``format("delta")`` with the same options (``Trigger.AvailableNow`` into
@@ -132,6 +134,13 @@ CASES: list[tuple[str, dict[str, str], int | None, list[int] | None]] = [
         {"startingVersion": "11", "ignoreDeletes": "true", "maxFilesPerTrigger": "1"},
         None,
         [*range(90, 95), *range(100, 105)],
+    ),
+    # deprecated in Delta Spark: rewritten files read again (DVs applied)
+    (
+        "sv1-ignoreChanges-maxFiles1",
+        {"startingVersion": "1", "ignoreChanges": "true", "maxFilesPerTrigger": "1"},
+        None,
+        None,
     ),
     # startingTimestamp: the rows show where the stream started
     ("ts9", {"at": "9"}, None, [*range(70, 80), *range(90, 95), *range(100, 105)]),
