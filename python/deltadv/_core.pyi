@@ -312,6 +312,7 @@ class RawDeltaTable:
         skip_change_commits: bool = False,
         batch: bool = False,
         read_change_feed: bool = False,
+        check_start: bool = True,
     ) -> tuple[dict[str, Any], list[tuple[str, int]]]: ...
     def scan_schema(
         self, columns: list[str] | None = None, row_tracking: bool = False

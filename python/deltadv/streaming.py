@@ -18,7 +18,9 @@ stops the stream with :class:`deltadv.exceptions.StreamSourceChangedError`, as
 Delta Spark, unless ``ignore_deletes`` (commits that only remove files),
 ``skip_change_commits`` (such commits are skipped whole) or ``ignore_changes``
 (deprecated in Delta Spark: the re-added files are read again, rows and all).
-So does a later schema change. Maintenance commits (``dataChange`` false:
+So does a later schema change, and, for a stream that starts before the
+version its schema was read at, a column renamed or dropped (column mapping)
+or a schema the data at the start cannot be read with. Maintenance commits (``dataChange`` false:
 OPTIMIZE, PURGE) add nothing to the stream.
 
 With ``read_change_feed`` the stream is the table's Change Data Feed, as Delta
@@ -127,6 +129,9 @@ class StreamSource:
             "skip_change_commits": bool(skip_change_commits),
         }
         self.read_change_feed = bool(read_change_feed)
+        # Whether the metadata where the stream starts was checked against its
+        # schema (once, as Delta Spark: see log::stream::check_start).
+        self._start_checked = False
 
     def initial_offset(self) -> Offset:
         """The offset of a stream that has read nothing yet."""
@@ -144,8 +149,11 @@ class StreamSource:
             self.starting_version,
             batch=batch,
             read_change_feed=self.read_change_feed,
+            check_start=not self._start_checked,
             **self.policy,
         )
+        if end != start:
+            self._start_checked = True
         return end, tasks
 
     def latest_offset(

@@ -25,12 +25,15 @@
 //! commit with no `add`, or `skipChangeCommits`, which skips the commit whole,
 //! or the deprecated `ignoreChanges`, which reads its adds); a metadata action
 //! whose schema the stream's schema cannot read fails it too
-//! ([`check_schema`]).
+//! ([`check_schema`]), and so does a column renamed or dropped under column
+//! mapping ([`check_column_mapping`]). A query that starts before the version
+//! its schema was read at also checks the metadata at its start against that
+//! schema once ([`check_start`]), as Delta Spark does when a stream starts.
 
 use serde::{Deserialize, Serialize};
 
-use super::actions::{Action, Add};
-use super::schema::{DataType, StructType};
+use super::actions::{Action, Add, Metadata};
+use super::schema::{column_mapping_mode, ColumnMappingMode, DataType, StructType};
 use crate::error::{Error, Result};
 
 /// The `sourceVersion` of the offsets written: Delta Spark writes `VERSION_1`
@@ -224,6 +227,11 @@ pub struct ChangePolicy {
 pub struct ReadSchema<'a> {
     pub schema: &'a StructType,
     pub partition_columns: &'a [String],
+    /// The column mapping mode of the table's metadata at `version`.
+    pub column_mapping: ColumnMappingMode,
+    /// The version the schema was read at (the table's when the query was
+    /// loaded): metadata of earlier versions is older than the schema.
+    pub version: u64,
     /// Whether the query gave `startingVersion`/`startingTimestamp` (the
     /// error message says so).
     pub has_starting_option: bool,
@@ -251,6 +259,7 @@ pub fn check_commit(
             }
             Action::Metadata(m) => {
                 let schema = StructType::parse(&m.schema_string)?;
+                check_column_mapping(m, &schema, read, version)?;
                 check_schema(&schema, &m.partition_columns, read, version)?;
             }
             _ => {}
@@ -303,12 +312,13 @@ pub fn commit_files(actions: &[Action], version: u64, skip: bool) -> Vec<Indexed
     with_sentinels(adds, version)
 }
 
-/// Whether `schema` (a later metadata action's, at `version`) can be read with
-/// the stream's schema: Delta Spark's `SchemaUtils.isReadCompatible` with
-/// tightened nullability forbidden: no column added or dropped (names
-/// compared case-insensitively, spelled the same), no type changed, no
-/// column the stream reads as NOT NULL turned nullable, the same partition
-/// columns. Field metadata (comments) may change.
+/// Whether data of `schema` (a metadata action's, at `version`) can be read
+/// with the stream's schema: Delta Spark's `SchemaUtils.isReadCompatible` with
+/// tightened nullability forbidden: every column of `schema` in the stream's
+/// (so a column added after the stream's schema was read fails, one added
+/// before it does not), names compared case-insensitively and spelled the
+/// same, no type changed, no column the stream reads as NOT NULL nullable in
+/// `schema`, the same partition columns. Field metadata (comments) may change.
 pub fn check_schema(
     schema: &StructType,
     partition_columns: &[String],
@@ -340,18 +350,116 @@ pub fn check_schema(
     })
 }
 
+/// Delta Spark's check for changes a stream cannot read across without
+/// tracking its schema (`DeltaColumnMapping.hasNoColumnMappingSchemaChanges`):
+/// between the stream's schema and `metadata`'s (`schema`, at `version`;
+/// older or newer than the stream's), a column dropped or renamed under
+/// column mapping (a physical name gone, or the same physical name under
+/// another name), other partition columns, or column mapping turned off.
+pub fn check_column_mapping(
+    metadata: &Metadata,
+    schema: &StructType,
+    read: ReadSchema<'_>,
+    version: u64,
+) -> Result<()> {
+    let mode = column_mapping_mode(&metadata.configuration)?;
+    let theirs = (schema, metadata.partition_columns.as_slice(), mode);
+    let ours = (read.schema, read.partition_columns, read.column_mapping);
+    let (old, new) = if version < read.version {
+        (theirs, ours)
+    } else {
+        (ours, theirs)
+    };
+    let changed = match (old.2, new.2) {
+        (_, ColumnMappingMode::None) => old.2 != ColumnMappingMode::None, // a downgrade
+        (old_mode, new_mode) => {
+            old.1 != new.1 || {
+                let old_names = physical_names(old.0, old_mode)?;
+                let new_names = physical_names(new.0, new_mode)?;
+                old_names.iter().any(|(physical, name)| {
+                    new_names
+                        .iter()
+                        .find(|(p, _)| p == physical)
+                        .is_none_or(|(_, n)| n != name)
+                })
+            }
+        }
+    };
+    if !changed {
+        return Ok(());
+    }
+    Err(Error::StreamSourceChanged {
+        version,
+        detail: format!(
+            "Streaming read is not supported on tables with read-incompatible schema changes \
+             (e.g. rename or drop or datatype changes): the table at version {version} has \
+             a column renamed or dropped (column mapping) or other partition columns. \
+             deltadv does not track a stream's schema (Delta Spark's \
+             'schemaTrackingLocation'): start the query at a version after the change with a \
+             new checkpoint. Read schema: {}. Incompatible data schema: {}.",
+            DataType::Struct(read.schema.clone()),
+            DataType::Struct(schema.clone()),
+        ),
+    })
+}
+
+/// (physical path, name) of every column of `schema`, nested struct fields
+/// included; physical names are the logical ones without column mapping (how
+/// Delta Spark compares a table upgraded to column mapping).
+fn physical_names(schema: &StructType, mode: ColumnMappingMode) -> Result<Vec<(String, String)>> {
+    fn walk(
+        s: &StructType,
+        mode: ColumnMappingMode,
+        prefix: &str,
+        out: &mut Vec<(String, String)>,
+    ) -> Result<()> {
+        for f in &s.fields {
+            let physical = format!("{prefix}{}", f.physical_name(mode)?);
+            let mut inner = &f.data_type;
+            while let DataType::Array { element, .. } = inner {
+                inner = element;
+            }
+            if let DataType::Struct(child) = inner {
+                walk(child, mode, &format!("{physical}."), out)?;
+            }
+            out.push((physical, f.name.clone()));
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(schema, mode, "", &mut out)?;
+    Ok(out)
+}
+
+/// The check a stream makes once when it starts at `start`, a version before
+/// the one its schema was read at (Delta Spark's
+/// `checkReadIncompatibleSchemaChangeOnStreamStartOnce`): the table's
+/// `metadata` at `start` against the stream's schema, as a metadata action
+/// of that version is checked.
+pub fn check_start(metadata: &Metadata, start: u64, read: ReadSchema<'_>) -> Result<()> {
+    if start >= read.version {
+        return Ok(());
+    }
+    let schema = StructType::parse(&metadata.schema_string)?;
+    check_column_mapping(metadata, &schema, read, start)?;
+    check_schema(&schema, &metadata.partition_columns, read, start)
+}
+
 fn nullability_compatible(existing: bool, read: bool) -> bool {
     read || !existing
 }
 
+/// Delta Spark's `isReadCompatible` with tightened nullability forbidden: every
+/// column of `existing` (the data's schema) is in `read` (names compared
+/// case-insensitively; `read` may have more: they read as null), each spelled
+/// the same, of a compatible type, not NOT NULL in `read` where nullable in
+/// `existing`.
 fn struct_compatible(existing: &StructType, read: &StructType) -> bool {
     let lower = |s: &StructType| -> Vec<String> {
         s.fields.iter().map(|f| f.name.to_lowercase()).collect()
     };
-    let (existing_names, read_names) = (lower(existing), lower(read));
-    if existing_names.len() != read_names.len()
-        || !existing_names.iter().all(|n| read_names.contains(n))
-    {
+    let read_names = lower(read);
+    if !lower(existing).iter().all(|n| read_names.contains(n)) {
         return false;
     }
     read.fields.iter().all(|r| {
@@ -359,7 +467,7 @@ fn struct_compatible(existing: &StructType, read: &StructType) -> bool {
             .fields
             .iter()
             .find(|e| e.name.to_lowercase() == r.name.to_lowercase())
-            .is_some_and(|e| {
+            .is_none_or(|e| {
                 e.name == r.name
                     && nullability_compatible(e.nullable, r.nullable)
                     && type_compatible(&e.data_type, &r.data_type)
@@ -605,6 +713,8 @@ mod tests {
         ReadSchema {
             schema: s,
             partition_columns: &[],
+            column_mapping: ColumnMappingMode::None,
+            version: 1,
             has_starting_option: false,
         }
     }
@@ -720,6 +830,90 @@ mod tests {
         .unwrap();
         let actions = vec![Action::Metadata(meta)];
         assert!(check_commit(&actions, 9, ChangePolicy::default(), read(&s), "/t").is_err());
+    }
+
+    fn metadata(schema_string: &str, mapped: bool) -> Metadata {
+        let configuration = if mapped {
+            serde_json::json!({"delta.columnMapping.mode": "name"})
+        } else {
+            serde_json::json!({})
+        };
+        serde_json::from_value(serde_json::json!({
+            "id": "t", "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string, "partitionColumns": [],
+            "configuration": configuration
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn data_of_an_older_schema_with_fewer_columns_is_read() {
+        // Delta Spark's isReadCompatible: the data's columns must be in the
+        // stream's schema; the stream's may have more (read as null).
+        let added = AB.replace(
+            "]}",
+            r#",{"name":"c","type":"long","nullable":true,"metadata":{}}]}"#,
+        );
+        let wide = schema(&added);
+        assert!(check_schema(&schema(AB), &[], read(&wide), 0).is_ok());
+        assert!(check_schema(&wide, &[], read(&schema(AB)), 2).is_err());
+        // the stream started before its schema's version: the start's metadata
+        assert!(check_start(&metadata(AB, false), 0, read(&wide)).is_ok());
+        let retyped = AB.replace(r#""a","type":"long""#, r#""a","type":"integer""#);
+        let err = check_start(&metadata(&retyped, false), 0, read(&wide)).unwrap_err();
+        assert!(
+            err.to_string().contains("schema change in version 0"),
+            "{err}"
+        );
+        // a start at or after the schema's version is checked commit by commit
+        assert!(check_start(&metadata(&retyped, false), 1, read(&wide)).is_ok());
+    }
+
+    #[test]
+    fn column_mapping_renames_and_drops_fail_across_the_stream_schema() {
+        let field = |name: &str, physical: &str| {
+            format!(
+                r#"{{"name":"{name}","type":"long","nullable":true,"metadata":{{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"{physical}"}}}}"#
+            )
+        };
+        let table =
+            |fields: &[String]| format!(r#"{{"type":"struct","fields":[{}]}}"#, fields.join(","));
+        let both = table(&[field("a", "col-1"), field("b", "col-2")]);
+        let renamed = table(&[field("a", "col-1"), field("c", "col-2")]);
+        let dropped = table(&[field("a", "col-1")]);
+        let added = table(&[
+            field("a", "col-1"),
+            field("b", "col-2"),
+            field("d", "col-3"),
+        ]);
+        fn mapped(s: &StructType) -> ReadSchema<'_> {
+            ReadSchema {
+                column_mapping: ColumnMappingMode::Name,
+                ..read(s)
+            }
+        }
+        // the stream reads the latest schema (version 1); the start is older
+        for later in [&renamed, &dropped] {
+            let s = schema(later);
+            let err = check_start(&metadata(&both, true), 0, mapped(&s)).unwrap_err();
+            assert!(err.to_string().contains("renamed or dropped"), "{err}");
+            // and a later metadata action doing the same to the stream's schema
+            let s = schema(&both);
+            let m = metadata(later, true);
+            let actions = vec![Action::Metadata(m)];
+            let err =
+                check_commit(&actions, 3, ChangePolicy::default(), mapped(&s), "/t").unwrap_err();
+            assert!(err.to_string().contains("at version 3"), "{err}");
+        }
+        // an added column before the stream's version is no such change
+        let s = schema(&added);
+        assert!(check_start(&metadata(&both, true), 0, mapped(&s)).is_ok());
+        // without column mapping, physical names are the names
+        let s = schema(AB);
+        assert!(check_column_mapping(&metadata(AB, false), &s, read(&s), 3).is_ok());
+        // turning column mapping off under a stream
+        let err = check_column_mapping(&metadata(AB, false), &s, mapped(&s), 3).unwrap_err();
+        assert!(err.to_string().contains("column mapping"), "{err}");
     }
 
     fn files(entries: &[(u64, i64, Option<i64>)]) -> Vec<IndexedFile> {

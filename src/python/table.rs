@@ -275,7 +275,7 @@ impl RawDeltaTable {
     /// replayed after a restart reads what it read).
     /// With `read_change_feed`, the stream of the change data feed: the tasks
     /// (of a batch only) read each file's changed rows with the change columns.
-    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false, read_change_feed=false))]
+    #[pyo3(signature = (start, bound=None, limited=false, max_files=None, max_bytes=None, starting_version=None, ignore_deletes=false, ignore_changes=false, skip_change_commits=false, batch=false, read_change_feed=false, check_start=true))]
     #[allow(clippy::too_many_arguments)]
     fn stream_scan<'py>(
         &self,
@@ -291,6 +291,7 @@ impl RawDeltaTable {
         skip_change_commits: bool,
         batch: bool,
         read_change_feed: bool,
+        check_start: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<TaskJson>)> {
         use crate::log::stream::{Admission, ChangePolicy, StreamOffset};
         let id = &self.snapshot.metadata().id;
@@ -306,6 +307,7 @@ impl RawDeltaTable {
                 ignore_changes,
                 skip_change_commits,
             },
+            check_start,
         };
         let admission = limited.then(|| Admission::new(max_files, max_bytes));
         let end = match (&bound, batch) {

@@ -33,6 +33,10 @@ pub struct StreamOptions {
     /// changes from this version on, no initial snapshot.
     pub starting_version: Option<u64>,
     pub policy: ChangePolicy,
+    /// Check the metadata at the scan's start against the stream's schema
+    /// when it starts before the stream's version ([`stream::check_start`]):
+    /// once per query, as Delta Spark; the caller says when.
+    pub check_start: bool,
 }
 
 /// What a scan found: the offset it ends at and the files it took.
@@ -76,6 +80,8 @@ pub async fn scan(
     let read = ReadSchema {
         schema: source.schema(),
         partition_columns: &source.metadata().partition_columns,
+        column_mapping: source.column_mapping(),
+        version: source.version(),
         has_starting_option: options.starting_version.is_some(),
     };
     let mut taken: Vec<IndexedFile> = Vec::new();
@@ -95,12 +101,15 @@ pub async fn scan(
     };
     let mut going = true;
     let mut first_commit = begin.version;
+    // The metadata at the start, when the start check needs it.
+    let mut start_metadata = None;
     if begin.is_starting_version {
         let snapshot;
         let at = if begin.version == source.version() {
             source
         } else {
             snapshot = Snapshot::load(source.store().clone(), Some(begin.version)).await?;
+            start_metadata = Some(snapshot.metadata().clone());
             &snapshot
         };
         let adds: Vec<Add> = at.files()?.into_iter().map(|f| f.add).collect();
@@ -141,6 +150,18 @@ pub async fn scan(
                 }
             }
         }
+    }
+    // Like Delta Spark, once the scan found something to read (per-commit
+    // failures come first).
+    if options.check_start && last.is_some() && begin.version < source.version() {
+        let metadata = match start_metadata {
+            Some(m) => m,
+            None => Snapshot::load(source.store().clone(), Some(begin.version))
+                .await?
+                .metadata()
+                .clone(),
+        };
+        stream::check_start(&metadata, begin.version, read)?;
     }
     let end = match &last {
         Some(f) => offsets.offset_after(f, &table_id)?,

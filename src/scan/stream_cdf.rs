@@ -88,6 +88,8 @@ pub async fn scan_changes(
     let read = ReadSchema {
         schema: source.schema(),
         partition_columns: &source.metadata().partition_columns,
+        column_mapping: source.column_mapping(),
+        version: source.version(),
         has_starting_option: options.starting_version.is_some(),
     };
     let mut taken: Vec<Taken> = Vec::new();
@@ -155,6 +157,12 @@ pub async fn scan_changes(
         }
         let got = scan.take(changes::commit_changes(&actions, version), false);
         record(version, got, actions::in_commit_timestamp(&actions));
+    }
+    // As the plain stream: a query starting before the stream's schema was
+    // read checks the metadata where it starts, once, when it reads anything.
+    if options.check_start && last.is_some() && begin.version < source.version() {
+        let at = Snapshot::load(source.store().clone(), Some(begin.version)).await?;
+        stream::check_start(at.metadata(), begin.version, read)?;
     }
     let end = match &last {
         Some(e) => scan.offset_after(e, &table_id)?,

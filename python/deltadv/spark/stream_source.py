@@ -37,7 +37,10 @@ Options (case-insensitive):
 batches within the limits, then stops. Without ``ignoreDeletes`` or
 ``skipChangeCommits`` a commit that deletes or rewrites rows fails the query with
 Delta Spark's message, naming the version; so does a schema change after the
-stream's schema (the table's when the query was loaded): restart the query.
+stream's schema (the table's when the query was loaded): restart the query. A
+query that starts before that version reads older data with that schema, but
+fails across a column renamed or dropped under column mapping (as Delta Spark
+without ``schemaTrackingLocation``). The same works on Spark Connect.
 
 ``readChangeFeed=true`` streams the Change Data Feed, as Delta Spark's
 ``DeltaSourceCDCSupport``: the initial snapshot's rows as ``insert`` (its version and
