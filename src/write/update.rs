@@ -87,7 +87,11 @@ pub async fn update_where(
     let written = async {
         // Candidate files streamed a few ahead of the writer, batch by batch.
         let work = files.into_iter().map(|f| (f, DeletedRows::Load)).collect();
-        let mut reads = scan::stream_files(store.clone(), spec.clone(), work, READ_CONCURRENCY);
+        let read = scan::ReadOptions {
+            prefetch_files: READ_CONCURRENCY,
+            ..scan::ReadOptions::default()
+        };
+        let mut reads = scan::stream_files(store.clone(), spec.clone(), work, read);
         while let Some(batch) = reads.try_next().await? {
             let t = Instant::now();
             let updated = apply_assignments(&batch, &set, &generated)?;
