@@ -1129,16 +1129,18 @@ pub const DEFAULT_PREFETCH_FILES: usize = 4;
 /// Decoded bytes a piece of a file being read ahead (see [`stream_files`])
 /// may hold before the consumer takes them. A piece is a run of row groups
 /// of about [`PIECE_MIN_BYTES`] compressed or more (bench_scan.py's row
-/// groups of 131,072 rows decode to ~5.5 MB each, so a piece decodes whole
-/// ahead of the consumer).
+/// groups of 131,072 rows decode to ~5.5 MB each).
 ///
-/// A scan with `threads` threads has at most `threads + 1` pieces being read
-/// at once, so its memory, beyond the process's baseline, is bounded by
-/// about `(threads + 1) × (READ_AHEAD_BYTES + C)`, where `C` is the
-/// compressed bytes of the largest row group's projected columns (fetched
-/// whole before decoding) plus a decoded page per column; e.g. ~20 MB per
-/// thread for bench_stream_memory.py's table (benches/README.md).
-pub const READ_AHEAD_BYTES: usize = 8 << 20;
+/// Memory: a scan with `threads` threads has at most `threads + 1` pieces
+/// live, so its peak RSS, beyond the process's baseline, is bounded by about
+/// `(threads + 1) × 3 × (READ_AHEAD_BYTES + C)`, where `C` is the compressed
+/// bytes of the largest row group's projected columns (fetched whole before
+/// decoding). The factor 3 (measured ~2.6 by benches/bench_stream_memory.py)
+/// covers what a piece holds beyond its budget (the batch waiting for its
+/// permit, the one the consumer holds, decode buffers) and what each worker
+/// thread's malloc arena keeps. Linear in the threads; ~24 MB a thread for
+/// bench_stream_memory.py's table (C = 3.7 MiB).
+pub const READ_AHEAD_BYTES: usize = 4 << 20;
 
 /// How a scan of several files runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

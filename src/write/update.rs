@@ -17,7 +17,7 @@ use super::changes::{
 };
 use super::data::rules::{refuse_identity_update, ColumnValues};
 use super::data::TableLayout;
-use super::{live_files, READ_CONCURRENCY};
+use super::{live_files, read_concurrency};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Predicate, ValueExpr};
 use crate::log::actions::Add;
@@ -88,7 +88,7 @@ pub async fn update_where(
         // Candidate files streamed a few ahead of the writer, batch by batch.
         let work = files.into_iter().map(|f| (f, DeletedRows::Load)).collect();
         let read = scan::ReadOptions {
-            prefetch_files: READ_CONCURRENCY,
+            prefetch_files: read_concurrency(),
             ..scan::ReadOptions::default()
         };
         let mut reads = scan::stream_files(store.clone(), spec.clone(), work, read);
