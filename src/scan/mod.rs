@@ -1133,13 +1133,14 @@ pub const DEFAULT_PREFETCH_FILES: usize = 4;
 ///
 /// Memory: a scan with `threads` threads has at most `threads + 1` pieces
 /// live, so its peak RSS, beyond the process's baseline, is bounded by about
-/// `(threads + 1) × 3 × (READ_AHEAD_BYTES + C)`, where `C` is the compressed
-/// bytes of the largest row group's projected columns (fetched whole before
-/// decoding). The factor 3 (measured ~2.6 by benches/bench_stream_memory.py)
-/// covers what a piece holds beyond its budget (the batch waiting for its
-/// permit, the one the consumer holds, decode buffers) and what each worker
-/// thread's malloc arena keeps. Linear in the threads; ~24 MB a thread for
-/// bench_stream_memory.py's table (C = 3.7 MiB).
+/// `48 MB + (threads + 1) × 2 × (READ_AHEAD_BYTES + C)`, where `C` is the
+/// compressed bytes of the largest row group's projected columns (fetched
+/// whole before decoding): linear in the threads. Fitted by
+/// benches/bench_stream_memory.py at 1 and 2 threads: ~45 MB whatever the
+/// threads (the scan's DVs, footers, the runtime, the allocator), ~13 MB a
+/// live piece for its table (C = 3.7 MiB; a piece holds a batch beyond its
+/// budget waiting for its permit, the consumer one more, decode buffers, and
+/// each worker's malloc arena keeps some): ~380 MB at 16 threads.
 pub const READ_AHEAD_BYTES: usize = 4 << 20;
 
 /// How a scan of several files runs.
