@@ -327,6 +327,7 @@ class RawDeltaTable:
         prefetch_files: int = ...,
         row_tracking: bool = False,
         ordered: bool = True,
+        materialize: bool = False,
     ) -> BatchReader: ...
     def delete_rows(
         self,

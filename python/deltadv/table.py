@@ -488,8 +488,26 @@ class DeltaTable:
         with_row_tracking: bool = False,
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``,
-        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``."""
-        return self.scan(columns, filter, with_row_tracking=with_row_tracking).read_all()
+        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``.
+        Every batch is kept, so the row groups decode whole ahead of the assembly
+        (not within :meth:`scan`'s small read-ahead budget)."""
+        check_str_list("columns", columns)
+        check_args(
+            {"with_row_tracking": (with_row_tracking, bool, False)},
+            where="to_pyarrow_table",
+        )
+        sql, tree = _filter_args(filter)
+        raw = self._raw.scan(
+            columns,
+            sql,
+            False,
+            tree,
+            DEFAULT_PREFETCH_FILES,
+            with_row_tracking,
+            True,
+            True,
+        )
+        return _reader(raw).read_all()
 
     def to_pyarrow(
         self, columns: list[str] | None = None, filter: Filter | None = None

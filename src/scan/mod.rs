@@ -1143,6 +1143,14 @@ pub const DEFAULT_PREFETCH_FILES: usize = 4;
 /// each worker's malloc arena keeps some): ~380 MB at 16 threads.
 pub const READ_AHEAD_BYTES: usize = 4 << 20;
 
+/// Decoded bytes a piece may hold ahead of the consumer when the caller
+/// keeps every batch anyway (`to_pyarrow_table`): enough for a piece of
+/// usual row groups to decode whole ahead, so no piece waits for the one
+/// before it to be consumed (with [`READ_AHEAD_BYTES`], the part of each
+/// piece beyond the budget is decoded only once it is the consumer's turn,
+/// one piece at a time).
+pub const MATERIALIZE_READ_AHEAD_BYTES: usize = 256 << 20;
+
 /// How a scan of several files runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
@@ -1158,6 +1166,10 @@ pub struct ReadOptions {
     /// Compressed bytes below which a file's next row group joins the same
     /// piece ([`PIECE_MIN_BYTES`]).
     pub piece_bytes: u64,
+    /// Decoded bytes each piece may hold ahead of the consumer
+    /// ([`READ_AHEAD_BYTES`]; [`MATERIALIZE_READ_AHEAD_BYTES`] for a caller
+    /// that keeps every batch).
+    pub read_ahead_bytes: usize,
 }
 
 impl Default for ReadOptions {
@@ -1169,6 +1181,7 @@ impl Default for ReadOptions {
             prefetch_files: DEFAULT_PREFETCH_FILES,
             ordered: true,
             piece_bytes: PIECE_MIN_BYTES,
+            read_ahead_bytes: READ_AHEAD_BYTES,
         }
     }
 }
@@ -1248,8 +1261,9 @@ pub fn stream_files(
             }
         })
         .flatten();
-    let read = |piece: Result<FilePiece>| match piece {
-        Ok(piece) => read_piece_ahead(piece),
+    let budget = options.read_ahead_bytes;
+    let read = move |piece: Result<FilePiece>| match piece {
+        Ok(piece) => read_piece_ahead(piece, budget),
         Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
     };
     let failed = |why| {
@@ -1270,7 +1284,7 @@ pub fn stream_files(
 }
 
 /// Start reading `piece` in a runtime task (see [`read_batches_ahead`]).
-fn read_piece_ahead(piece: FilePiece) -> BatchStream {
+fn read_piece_ahead(piece: FilePiece, budget: usize) -> BatchStream {
     let path = piece.file.file.path.clone();
     let batches = futures::stream::once(async move {
         match piece.stream() {
@@ -1279,7 +1293,7 @@ fn read_piece_ahead(piece: FilePiece) -> BatchStream {
         }
     })
     .flatten();
-    read_batches_ahead(path, batches)
+    read_batches_ahead(path, batches, budget)
 }
 
 /// `batches` of the file at `path`, produced in a runtime task of their own
@@ -1289,12 +1303,13 @@ fn read_piece_ahead(piece: FilePiece) -> BatchStream {
 fn read_batches_ahead(
     path: String,
     batches: impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+    budget: usize,
 ) -> BatchStream {
     // Each batch is read ahead holding its bytes of the budget (an error: one
     // unit).
     crate::io::spawn_read_ahead(
         batches,
-        READ_AHEAD_BYTES,
+        budget,
         |item: &Result<RecordBatch>| item.as_ref().map_or(1, |b| b.get_array_memory_size()),
         Result::is_err,
         move |why| Err(Error::Internal(format!("reading {path} failed: {why}"))),
@@ -1318,7 +1333,7 @@ pub fn read_ahead(
         }
     })
     .flatten();
-    read_batches_ahead(path, batches)
+    read_batches_ahead(path, batches, READ_AHEAD_BYTES)
 }
 
 #[cfg(test)]
@@ -1500,6 +1515,7 @@ mod tests {
                         prefetch_files: 2,
                         ordered,
                         piece_bytes,
+                        read_ahead_bytes: if threads == 2 { 1 } else { READ_AHEAD_BYTES },
                     };
                     let (store, spec, work) = (store.clone(), spec.clone(), work());
                     let got: Vec<RecordBatch> = crate::io::block_on(async move {
