@@ -55,8 +55,24 @@ random deletes leave in every page (its floor is full / compacted).
 ``full`` is timed in the same rounds as each pair, and each DV table is divided
 by the full scans of its own rounds (best of as many runs on both sides).
 
+Threads (issue 28): ``--threads N`` runs deltadv with N threads
+(``DELTADV_NUM_THREADS=N`` and ``deltadv.set_num_threads(N)`` before anything
+else), pyarrow with ``pa.set_cpu_count(N)``, DuckDB with ``SET threads=N`` and
+polars with ``POLARS_MAX_THREADS=N``; every figure is printed with its CPU /
+wall utilisation (process CPU time over wall time: how many cores the reader
+kept busy; goal >= 1.8 for deltadv's full and DV scans on a 2-core machine).
+The pyarrow reference on the full table's files (``pq.read_table(files,
+use_threads=True)``, no DVs) gives deltadv full / pyarrow (goal <= 1.0) and
+deltadv dv10 / pyarrow (goal <= 1.1). ``--threads 1,2,16`` runs the whole
+benchmark once per thread count, each in a subprocess of its own (the tables
+are built first, once), and ends with a summary: per table, wall, CPU and
+utilisation per thread count, and the wall of each count / that of the
+smallest (goal for 2 / 1: <= 0.6). Nothing here needs Java, deltalake, DuckDB
+or polars: the tables are written with pyarrow and deltadv, and peers that do
+not import are reported unavailable and skipped (``--peers none`` skips them).
+
 Run:  .venv/bin/python benches/bench_scan.py [--dir /tmp/deltadv-bench-scan] [--repeat N]
-      [--peers duckdb,polars,deltalake | --peers none]
+      [--peers duckdb,polars,deltalake | --peers none] [--threads N[,N...]]
 """
 
 from __future__ import annotations
@@ -66,7 +82,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -257,6 +275,11 @@ class Run:
         self.gets, self.rows = gets, rows
         self.total_s = open_s + scan_s
 
+    @property
+    def util(self) -> float:
+        """CPU time / wall time: the cores this scan kept busy."""
+        return self.cpu_s / self.total_s if self.total_s > 0 else 0.0
+
 
 def scan_deltadv(root: Path, check: dict[str, int] | None = None) -> Run:
     c0, t0 = time.process_time(), time.perf_counter()
@@ -278,7 +301,7 @@ def scan_deltadv(root: Path, check: dict[str, int] | None = None) -> Run:
 def scan_pyarrow(root: Path) -> Run:
     files = sorted(str(p) for p in root.glob("*.parquet"))
     c0, t0 = time.process_time(), time.perf_counter()
-    table = pq.read_table(files)
+    table = pq.read_table(files, use_threads=True)
     t1, c1 = time.perf_counter(), time.process_time()
     return Run(0.0, t1 - t0, c1 - c0, 0, table.num_rows)
 
@@ -313,6 +336,8 @@ def peer_readers(names: list[str]) -> tuple[dict[str, Callable[[Path], pa.Table]
                 import duckdb
 
                 con = duckdb_connection()
+                if os.environ.get("DELTADV_NUM_THREADS"):  # --threads
+                    con.execute(f"SET threads = {int(os.environ['DELTADV_NUM_THREADS'])}")
                 readers[name] = lambda root, con=con: con.execute(
                     f"SELECT * FROM delta_scan('{root}')"
                 ).fetch_arrow_table()
@@ -386,6 +411,66 @@ class Peer:
         self.proc.join(10)
 
 
+def without_threads(argv: list[str]) -> list[str]:
+    """``argv`` less its ``--threads`` option."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--threads":
+            skip = True
+        elif not a.startswith("--threads="):
+            out.append(a)
+    return out
+
+
+def by_threads(threads: list[str] | list[int]) -> None:
+    """The benchmark once per thread count, each in a subprocess of its own
+    (its report printed as it runs), then wall / CPU / utilisation per count and
+    the wall of each count / that of the smallest."""
+    counts = sorted(int(t) for t in threads)
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            out = Path(tmp) / f"threads-{n}.json"
+            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
+            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
+            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
+            done = subprocess.run([sys.executable, __file__, *argv], env=env)
+            if done.returncode != 0:
+                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
+            results[n] = json.loads(out.read_text())
+    ms, low = 1e3, counts[0]
+    print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
+    print("best wall ms / cpu ms / utilisation (cpu / wall) per thread count:")
+    for reader in ("deltadv", "pyarrow"):
+        for name in results[low][reader]:
+            cells = []
+            for n in counts:
+                f = results[n][reader].get(name)
+                cells.append(
+                    f"{n:>3}: {f['wall'] * ms:7.0f} {f['cpu'] * ms:7.0f} {f['util']:5.2f}"
+                    if f
+                    else f"{n:>3}: -"
+                )
+            print(f"  {reader:<8} {name:<10} " + "   ".join(cells))
+    print(f"wall with N threads / wall with {low} (goal for 2 / 1: <= 0.6):")
+    for reader in ("deltadv", "pyarrow"):
+        for name in results[low][reader]:
+            base = results[low][reader][name]["wall"]
+            cells = []
+            for n in counts[1:]:
+                f = results[n][reader].get(name)
+                if f is None:
+                    continue
+                ratio = f["wall"] / base
+                goal = ""
+                if reader == "deltadv" and (low, n) == (1, 2):
+                    goal = " (met)" if ratio <= 0.6 else " (NOT met)"
+                cells.append(f"{n}/{low}: {ratio:5.2f}{goal}")
+            print(f"  {reader:<8} {name:<10} " + "   ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/tmp/deltadv-bench-scan", help="tables (built if missing)")
@@ -399,8 +484,23 @@ def main() -> None:
     ap.add_argument(
         "--peers", default=",".join(PEERS), help="peers on the dv tables, comma-separated, or none"
     )
+    ap.add_argument(
+        "--threads",
+        help="threads for deltadv (and pyarrow, duckdb, polars); several, comma-separated: "
+        "one subprocess per count, then a summary",
+    )
+    ap.add_argument("--json-out", help=argparse.SUPPRESS)  # a subprocess's figures, for its parent
     args = ap.parse_args()
     peer_names = [] if args.peers in ("", "none") else args.peers.split(",")
+    threads = [int(t) for t in args.threads.split(",")] if args.threads else []
+    if any(t < 1 for t in threads):
+        sys.exit(f"FAIL: --threads takes positive integers, not {args.threads!r}")
+    if len(threads) == 1:
+        # Before anything starts deltadv's runtime; peers (other processes)
+        # read the variables.
+        os.environ["DELTADV_NUM_THREADS"] = os.environ["POLARS_MAX_THREADS"] = str(threads[0])
+        deltadv.set_num_threads(threads[0])
+        pa.set_cpu_count(threads[0])
 
     params = {
         "files": args.files,
@@ -412,8 +512,14 @@ def main() -> None:
     print(f"command: {COMMAND} {' '.join(sys.argv[1:])}".rstrip())
     print(
         f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
-        f"pyarrow {pa.__version__}, {platform.machine()}, {os.cpu_count()} cpus"
+        f"pyarrow {pa.__version__}, {platform.machine()}, {os.cpu_count()} cpus "
+        f"({len(os.sched_getaffinity(0))} usable); threads: deltadv {deltadv.num_threads()}, "
+        f"pyarrow {pa.cpu_count()}"
     )
+    if len(threads) > 1:
+        get_tables(Path(args.dir).resolve(), params)
+        by_threads(threads)
+        return
     peers: dict[str, Peer] = {}
     for name in peer_names:
         peer = Peer(name)
@@ -516,16 +622,51 @@ def main() -> None:
     print(f"\ntiming: best of {args.repeat} (after {args.warmup} warm-up), ms")
     print(
         f"  {'table':<10} {'rows':>11} {'deltadv':>9} {'(open':>7} {'+ scan)':>8} "
-        f"{'cpu':>7} {'GETs':>5} {'pyarrow':>9} {'cpu':>7}"
+        f"{'cpu':>7} {'util':>5} {'GETs':>5} {'pyarrow':>9} {'cpu':>7} {'util':>5}"
     )
     for name, runs in deltadv_runs.items():
         b = best(runs)
         theirs = pyarrow_runs.get(name)
-        pa_ms = f"{best(theirs).total_s * ms:9.0f} {best_cpu(theirs) * ms:7.0f}" if theirs else ""
+        pa_ms = ""
+        if theirs:
+            t = best(theirs)
+            pa_ms = f"{t.total_s * ms:9.0f} {best_cpu(theirs) * ms:7.0f} {t.util:5.2f}"
         print(
             f"  {name:<10} {b.rows:>11,} {b.total_s * ms:>9.0f} {b.open_s * ms:>7.1f} "
-            f"{b.scan_s * ms:>8.0f} {best_cpu(runs) * ms:>7.0f} {b.gets:>5} {pa_ms}"
+            f"{b.scan_s * ms:>8.0f} {best_cpu(runs) * ms:>7.0f} {b.util:5.2f} {b.gets:>5} {pa_ms}"
         )
+    print(
+        f"\nutilisation (cpu / wall of the best run; {deltadv.num_threads()} threads; "
+        "goal >= 1.8 on 2 cores for full and DV scans):"
+    )
+    for name in ["full", *(dv for dv, _ in pairs)]:
+        print(f"  deltadv {name:<8} {best(deltadv_runs[name]).util:5.2f}")
+    if pyarrow_runs["full"]:
+        ref = best(pyarrow_runs["full"])
+        print(
+            "\npyarrow reference: pq.read_table(files, use_threads=True) of the full table's "
+            f"files (no DVs): {ref.total_s * ms:.0f} ms wall, {ref.cpu_s * ms:.0f} ms cpu, "
+            f"util {ref.util:.2f}"
+        )
+        pa_goals = [("full", 1.0)] + [(dv, 1.1) for dv, _ in pairs if dv == "dv10"]
+        for name, goal in pa_goals:
+            ratio = best(deltadv_runs[name]).total_s / ref.total_s
+            met = "met" if ratio <= goal else "NOT met"
+            print(f"  deltadv {name} / pyarrow   wall {ratio:5.2f}   (goal <= {goal}: {met})")
+    if args.json_out:
+        figures = {
+            "threads": deltadv.num_threads(),
+            "deltadv": {
+                k: {"wall": best(v).total_s, "cpu": best_cpu(v), "util": best(v).util}
+                for k, v in deltadv_runs.items()
+            },
+            "pyarrow": {
+                k: {"wall": best(v).total_s, "cpu": best_cpu(v), "util": best(v).util}
+                for k, v in pyarrow_runs.items()
+                if v
+            },
+        }
+        Path(args.json_out).write_text(json.dumps(figures))
     print(
         "\nratio deltadv DV / full: the DV table vs the same files read without DVs in the"
         "\nsame rounds (best vs best of as many runs; wall clock, and process CPU time,"
@@ -549,7 +690,8 @@ def main() -> None:
             f"{args.repeat}, and deltadv / peer (wall, cpu; goal < 1.0: faster than the peer)"
         )
         print(
-            f"  {'table':<6} {'peer':<10} {'wall':>7} {'cpu':>7}   {'deltadv/peer':>12} {'cpu':>5}"
+            f"  {'table':<6} {'peer':<10} {'wall':>7} {'cpu':>7} {'util':>5}   "
+            f"{'deltadv/peer':>12} {'cpu':>5}"
         )
         for name in dv_names:
             ours = deltadv_runs[name]
@@ -563,7 +705,8 @@ def main() -> None:
                 verdict = "met" if wall < 1.0 else "NOT met"
                 print(
                     f"  {name:<6} {peer:<10} {best(theirs).total_s * ms:7.0f} "
-                    f"{best_cpu(theirs) * ms:7.0f}   {wall:12.2f} {cpu:5.2f}   ({verdict})"
+                    f"{best_cpu(theirs) * ms:7.0f} {best(theirs).util:5.2f}   {wall:12.2f} "
+                    f"{cpu:5.2f}   ({verdict})"
                 )
     print(
         "\nfor reference, DV / compacted (the surviving rows rewritten without DVs), and"

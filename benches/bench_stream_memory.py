@@ -45,7 +45,21 @@ local[2] session (benches/_spark.py), the RSS of every Python process under the
 driver (pyspark.daemon and the workers it forks) polled with psutil every 20 ms;
 reported: the largest single worker and the largest sum at one instant.
 
+Threads (issue 28): deltadv decodes ``threads`` pieces of files (runs of row
+groups) at once, each at most ``READ_AHEAD_BYTES`` (4 MiB) of batches ahead of the
+reader, at most ``threads + 1`` pieces live; so its peak RSS is bounded by about
+``baseline + 48 MB + (threads + 1) x 2 x (4 MiB + C)``, ``C`` the largest row
+group's compressed bytes (fetched whole before it is decoded): linear in the
+threads. Fitted at 1 and 2 threads (2-core machine): ~45 MB whatever the threads
+(the scan's DVs, footers, the runtime, the allocator), ~13 MB a live piece (what it
+holds beyond its budget: a batch waiting for its permit, the one the reader holds,
+decode buffers; what each worker thread's malloc arena keeps). For this table
+(``C`` = 3.7 MiB), 16 threads: baseline (~72 MB) + 48 + 17 x 15.4 = ~380 MB.
+``--threads N`` runs every measurement with ``DELTADV_NUM_THREADS=N`` (default:
+the CPUs the process may use); the report prints the bound with this table's ``C``.
+
 Run:  .venv/bin/python benches/bench_stream_memory.py [--dir /tmp/deltadv-bench-mem] [--spark]
+      [--threads N]
 """
 
 from __future__ import annotations
@@ -67,6 +81,15 @@ COMMAND = "cd /work/main && .venv/bin/python benches/bench_stream_memory.py"
 SEED = 20_251_123
 DV_PERCENT = {0: 5, 1: 1, 3: 10, 5: 2}  # file index -> % of its rows deleted
 GOAL_MB = 512
+READ_AHEAD_MB = 4  # deltadv's scan::READ_AHEAD_BYTES, per piece read ahead
+# The bound on deltadv's peak RSS: baseline + FIXED_MB + (threads + 1) x PIECE_FACTOR
+# x (READ_AHEAD_MB + C). Fitted on this table at 1 and 2 threads (2-core machine,
+# issue 28): +70 and +83 MB, i.e. ~45 MB whatever the threads (the scan's DVs,
+# footers, the runtime, the allocator) and ~13 MB a live piece = 1.7 x (4 MiB + C):
+# batches in flight beyond the budget (one waiting for its permit, one with the
+# reader), decode buffers, what each worker thread's malloc arena keeps.
+FIXED_MB = 48
+PIECE_FACTOR = 2
 CHUNK_ROW_GROUPS = 16  # row groups generated (and written) at a time
 WHOLE = ["deltadv-scan", "pyarrow-dataset", "duckdb-stream", "deltalake-stream"]
 ONE_FILE = ["deltadv-task", "pyarrow-file"]
@@ -295,15 +318,30 @@ def info_child(base: Path, params: dict[str, Any]) -> dict[str, Any]:
     import deltadv
 
     versions = (
-        f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
-        f"pyarrow {pa.__version__}"
+        f"python {platform.python_version()}, deltadv {deltadv.__version__} "
+        f"({deltadv.num_threads()} threads), pyarrow {pa.__version__}"
     )
     for mod in ("duckdb", "deltalake", "pyspark"):
         try:
             versions += f", {mod} {__import__(mod).__version__}"
         except ImportError:
             pass
-    return {"versions": versions, "built": get_table(base, params)}
+    built = get_table(base, params)
+    import pyarrow.parquet as pq
+
+    largest = 0  # the largest row group's compressed bytes
+    for name in built["files"]:
+        meta = pq.ParquetFile(base / "table" / name).metadata
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            size = sum(rg.column(j).total_compressed_size for j in range(rg.num_columns))
+            largest = max(largest, size)
+    return {
+        "versions": versions,
+        "built": built,
+        "threads": deltadv.num_threads(),
+        "row_group_bytes": largest,
+    }
 
 
 def spark_child(base: Path, built: dict[str, Any]) -> dict[str, Any]:
@@ -394,6 +432,7 @@ def main() -> None:
     ap.add_argument("--no-materialise", action="store_true", help="skip deltalake-table")
     ap.add_argument("--spark", action="store_true", help="also the Spark worker measurement")
     ap.add_argument("--only", help="comma-separated measurement names")
+    ap.add_argument("--threads", type=int, help="deltadv's threads (DELTADV_NUM_THREADS)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     params = {
@@ -418,6 +457,10 @@ def main() -> None:
 
     # This process imports neither pyarrow nor deltadv: see peak_mb().
     print(f"command: {COMMAND} {' '.join(sys.argv[1:])}".rstrip(), flush=True)
+    if args.threads is not None:
+        if args.threads < 1:
+            sys.exit(f"FAIL: --threads takes a positive integer, not {args.threads}")
+        os.environ["DELTADV_NUM_THREADS"] = str(args.threads)  # every child's
     extra = [f"--files={args.files}", f"--rows-per-file={args.rows_per_file}",
              f"--row-group-rows={args.row_group_rows}"]  # fmt: skip
     info = run_child("info", base, extra)
@@ -447,6 +490,13 @@ def main() -> None:
         names.append("spark-noop")
     if args.only:
         names = [n for n in names if n in args.only.split(",")] or args.only.split(",")
+    threads, c_mb = info["threads"], info["row_group_bytes"] / 2**20
+    per_piece = PIECE_FACTOR * (READ_AHEAD_MB + c_mb)
+    print(
+        f"  deltadv: {threads} threads; bound on its peak RSS: baseline + {FIXED_MB} MB + "
+        f"(threads + 1) x {PIECE_FACTOR} x ({READ_AHEAD_MB} MiB + C = largest row group "
+        f"compressed, {c_mb:.1f} MiB) = baseline + {FIXED_MB + (threads + 1) * per_piece:.0f} MB"
+    )
     print(
         f"\npeak RSS of a fresh process per measurement (MB = MiB); goal for deltadv "
         f"<= {GOAL_MB} MB\n"
@@ -473,6 +523,10 @@ def main() -> None:
         if name.startswith("deltadv") or name == "spark-noop":
             met = r["peak_mb"] is not None and r["peak_mb"] <= GOAL_MB
             note += f"; goal {'met' if met else 'NOT met'}"
+        if name.startswith("deltadv") and r.get("baseline_mb") is not None:
+            bound = r["baseline_mb"] + FIXED_MB + (threads + 1) * per_piece
+            within = "within" if r["peak_mb"] <= bound else "ABOVE"
+            note += f"; {within} the bound {bound:.0f} MB"
         gb = f"{r['bytes'] / 1e9:10.2f}" if r.get("bytes") is not None else f"{'-':>10}"
         hwm = f"{r['hwm_mb']:6.0f}" if r.get("hwm_mb") is not None else f"{'-':>6}"
         base_mb = f"{r['baseline_mb']:8.0f}" if r.get("baseline_mb") is not None else f"{'-':>8}"

@@ -7,6 +7,8 @@ The main types:
 * :class:`DeletionVectorDescriptor` - the ``deletionVector`` field of a log action.
 * :func:`write_deletion_vectors` - pack DVs into one new DV file, get descriptors.
 * :func:`z85_encode` / :func:`z85_decode` - Z85 exactly as Delta uses it.
+* :func:`set_num_threads` / :func:`num_threads` - the threads deltadv works with
+  (default: the CPUs the process may use, or ``DELTADV_NUM_THREADS``).
 
 Errors derive from :class:`DeltaDVError`, one class per kind of failure (see
 :mod:`deltadv.exceptions`): :class:`TableNotFoundError`,
@@ -21,6 +23,8 @@ from deltadv._core import (
     DeletionVectorDescriptor,
     MergePlan,
     __version__,
+    num_threads,
+    set_num_threads,
     write_deletion_vectors,
     z85_decode,
     z85_encode,
@@ -74,6 +78,8 @@ __all__ = [
     "VersionNotFoundError",
     "WorkerImportError",
     "__version__",
+    "num_threads",
+    "set_num_threads",
     "write_deletion_vectors",
     "z85_decode",
     "z85_encode",

@@ -30,6 +30,7 @@ __all__ = [
     "_set_fault_points",
     "canonical_table_property",
     "commit_files",
+    "num_threads",
     "prepare_changes",
     "prepare_create",
     "prepare_delete",
@@ -37,6 +38,7 @@ __all__ = [
     "remove_uncommitted",
     "rewrite_compact_task",
     "scan_task_schema",
+    "set_num_threads",
     "write_deletion_vectors",
     "write_files",
     "write_table",
@@ -210,6 +212,8 @@ def write_deletion_vectors(
     """Write the DVs into one new DV file under table_root; one 'u' descriptor each."""
 
 def z85_encode(data: bytes) -> str: ...
+def set_num_threads(n: int) -> None: ...
+def num_threads() -> int: ...
 def z85_decode(text: str, size: int) -> bytes: ...
 
 @final
@@ -325,6 +329,8 @@ class RawDeltaTable:
         filter_json: str | None = None,
         prefetch_files: int = ...,
         row_tracking: bool = False,
+        ordered: bool = True,
+        materialize: bool = False,
     ) -> BatchReader: ...
     def delete_rows(
         self,
@@ -374,7 +380,9 @@ class RawDeltaTable:
     def enable_deletion_vectors(self) -> int: ...
 
 def _set_fault_points(points: str) -> None: ...
-def read_scan_task(task: str, storage_options: dict[str, str] | None = None) -> BatchReader: ...
+def read_scan_task(
+    task: str, storage_options: dict[str, str] | None = None, ordered: bool = True
+) -> BatchReader: ...
 def write_table(
     table_uri: str,
     storage_options: dict[str, str],

@@ -144,10 +144,13 @@ class ScanTask:
         row carries its own); None for a scan task."""
         return self.info.change_type
 
-    def read(self) -> pa.RecordBatchReader:
+    def read(self, *, ordered: bool = True) -> pa.RecordBatchReader:
         """A stream of the file's rows (Arrow record batches), deleted rows gone,
-        decoded as they are pulled."""
-        return _reader(read_scan_task(self.json, self.storage_options or None))
+        decoded as they are pulled, its row groups on :func:`deltadv.num_threads`
+        threads; in row order, or with ``ordered=False`` as they are decoded (the
+        same rows, in batches whose order varies)."""
+        check_args({"ordered": (ordered, bool, False)}, where="ScanTask.read")
+        return _reader(read_scan_task(self.json, self.storage_options or None, ordered))
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the task's rows."""
@@ -427,6 +430,7 @@ class DeltaTable:
         *,
         prefetch_files: int = DEFAULT_PREFETCH_FILES,
         with_row_tracking: bool = False,
+        ordered: bool = True,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -440,11 +444,15 @@ class DeltaTable:
         rows are returned; files and row groups it rules out (by partition
         values, file statistics and parquet row-group statistics) are not read.
 
-        The reader is a stream: batches are decoded as they are pulled, with at
-        most ``prefetch_files`` files being read ahead (each a couple of batches
-        deep), so memory stays bounded whatever the table's size. Errors (a
-        missing data file, a corrupt DV) are raised as deltadv's typed
-        exceptions by the read that meets them.
+        The reader is a stream: the row groups of the files are decoded in
+        parallel, on :func:`deltadv.num_threads` threads, each piece at most a
+        few batches ahead of the reader (``prefetch_files`` footers are fetched
+        ahead), so memory stays bounded whatever the table's size (it grows
+        linearly with the threads). Batches come in file order and row order
+        within a file; with ``ordered=False``, as they are decoded (the same
+        rows, faster where their order does not matter). Errors (a missing data
+        file, a corrupt DV) are raised as deltadv's typed exceptions by the read
+        that meets them.
 
         ``with_row_tracking`` (tables with row tracking) adds each row's
         ``_row_id`` and ``_row_commit_version`` (int64): the values Delta Spark
@@ -453,12 +461,23 @@ class DeltaTable:
         """
         check_str_list("columns", columns)
         check_args(
-            {"with_row_tracking": (with_row_tracking, bool, False)},
+            {
+                "with_row_tracking": (with_row_tracking, bool, False),
+                "ordered": (ordered, bool, False),
+            },
             where="scan",
         )
         sql, tree = _filter_args(filter)
         return _reader(
-            self._raw.scan(columns, sql, False, tree, _prefetch(prefetch_files), with_row_tracking)
+            self._raw.scan(
+                columns,
+                sql,
+                False,
+                tree,
+                _prefetch(prefetch_files),
+                with_row_tracking,
+                ordered,
+            )
         )
 
     def to_pyarrow_table(
@@ -469,8 +488,26 @@ class DeltaTable:
         with_row_tracking: bool = False,
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``,
-        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``."""
-        return self.scan(columns, filter, with_row_tracking=with_row_tracking).read_all()
+        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``.
+        Every batch is kept, so the row groups decode whole ahead of the assembly
+        (not within :meth:`scan`'s small read-ahead budget)."""
+        check_str_list("columns", columns)
+        check_args(
+            {"with_row_tracking": (with_row_tracking, bool, False)},
+            where="to_pyarrow_table",
+        )
+        sql, tree = _filter_args(filter)
+        raw = self._raw.scan(
+            columns,
+            sql,
+            False,
+            tree,
+            DEFAULT_PREFETCH_FILES,
+            with_row_tracking,
+            True,
+            True,
+        )
+        return _reader(raw).read_all()
 
     def to_pyarrow(
         self, columns: list[str] | None = None, filter: Filter | None = None

@@ -635,6 +635,24 @@ fn _set_fault_points(points: &str) {
     crate::write::set_fault_points(points);
 }
 
+/// Work with `n` threads from now on (the runtime's workers, row groups a
+/// scan decodes at once); ValueError for 0, or for more than the runtime,
+/// once built, has workers (see `crate::io::runtime`).
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    let n = usize::try_from(n).map_err(|_| {
+        PyValueError::new_err(format!("the number of threads must be at least 1, not {n}"))
+    })?;
+    crate::io::set_num_threads(n).map_err(to_py)
+}
+
+/// The threads deltadv works with: `set_num_threads`'s value, else
+/// `DELTADV_NUM_THREADS`, else the CPUs this process may use.
+#[pyfunction]
+fn num_threads() -> usize {
+    crate::io::num_threads()
+}
+
 /// Z85-encode bytes the way Delta does (zero padding to 4 bytes).
 #[pyfunction]
 fn z85_encode(data: &[u8]) -> String {
@@ -686,6 +704,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::ArrowBatch>()?;
     m.add_class::<merge_plan::MergePlan>()?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fault_points, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(write_deletion_vectors, m)?)?;

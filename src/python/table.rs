@@ -373,12 +373,16 @@ impl RawDeltaTable {
     }
 
     /// Stream every live file (DVs applied) as Arrow batches, decoded as
-    /// they are pulled with up to `prefetch_files` files read ahead; with a
+    /// they are pulled, row groups decoded in parallel on `num_threads()`
+    /// threads, up to `prefetch_files` footers fetched ahead; batches in
+    /// order (file, then row), or as decoded when not `ordered`
+    /// (`materialize`: the caller keeps every batch, so pieces may decode
+    /// whole ahead of it); with a
     /// `filter`, only the rows it matches (files and row groups it rules out
     /// are not read).
     /// With `row_tracking`, each row's `_row_id` and `_row_commit_version`
     /// too (tables that track rows).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false))]
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -389,6 +393,8 @@ impl RawDeltaTable {
         filter_json: Option<String>,
         prefetch_files: usize,
         row_tracking: bool,
+        ordered: bool,
+        materialize: bool,
     ) -> PyResult<BatchReader> {
         let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
         let (schema, stream) = py
@@ -409,11 +415,17 @@ impl RawDeltaTable {
                     )?));
                     spec.filter_rows = true;
                 }
-                let stream = block_on(crate::scan::stream_snapshot(
-                    &self.snapshot,
-                    &spec,
+                let read = crate::scan::ReadOptions {
                     prefetch_files,
-                ))??;
+                    ordered,
+                    read_ahead_bytes: if materialize {
+                        crate::scan::MATERIALIZE_READ_AHEAD_BYTES
+                    } else {
+                        crate::scan::READ_AHEAD_BYTES
+                    },
+                    ..crate::scan::ReadOptions::default()
+                };
+                let stream = block_on(crate::scan::stream_snapshot(&self.snapshot, &spec, read))??;
                 Ok((schema, stream))
             })
             .map_err(to_py)?;

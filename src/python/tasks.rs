@@ -211,21 +211,27 @@ impl CompactTaskInfo {
 }
 
 /// Stream one scan task (its JSON) as Arrow batches, DVs applied, decoded as
-/// they are pulled. Runs on Spark executors: the process runtime is created
-/// here, after any fork.
+/// they are pulled (row groups on `num_threads()` threads; in row order, or
+/// as decoded when not `ordered`). Runs on Spark executors: the process
+/// runtime is created here, after any fork.
 #[pyfunction]
-#[pyo3(signature = (task, storage_options=None))]
+#[pyo3(signature = (task, storage_options=None, ordered=true))]
 pub fn read_scan_task(
     py: Python<'_>,
     task: &str,
     storage_options: Option<HashMap<String, String>>,
+    ordered: bool,
 ) -> PyResult<BatchReader> {
     let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
             let task =
                 crate::scan::task::ScanTask::from_json(task, storage_options.unwrap_or_default())?;
             let schema = task.output_schema()?;
-            let stream = block_on(task.stream())??;
+            let read = crate::scan::ReadOptions {
+                ordered,
+                ..crate::scan::ReadOptions::default()
+            };
+            let stream = block_on(task.stream_with(read))??;
             Ok((schema, stream))
         })
         .map_err(to_py)?;

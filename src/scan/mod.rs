@@ -616,74 +616,225 @@ pub enum DeletedRows {
 /// (or field id), renamed to logical names and cast to the table's types,
 /// partition columns filled in, columns missing from the file as nulls; with
 /// `filter_rows`, only the rows the filter matches. The footer and the DV are
-/// read before this returns; batches are decoded as they are pulled.
+/// read before this returns; batches are decoded as they are pulled, in the
+/// caller's task, one row group after another (see [`stream_files`] for a
+/// file's row groups decoded in parallel).
 pub async fn stream_file(
     store: &TableStore,
     spec: &ScanSpec,
     file: &ScanFile,
     deleted: DeletedRows,
 ) -> Result<BatchStream> {
-    let exact = spec.filter.clone().filter(|_| spec.filter_rows);
-    let Some(filter) = exact else {
-        return stream_file_columns(store, spec, file, deleted).await;
-    };
-    // Read the filter's columns too, filter, then project to what was asked.
-    let out_schema = spec.output_schema()?;
-    let mut columns: Vec<String> = out_schema
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .filter(|n| !spec.is_added_column(n))
-        .collect();
-    for c in filter.columns() {
-        if let Some(root) = c.logical.first() {
-            if !columns.contains(root) {
-                columns.push(root.clone());
-            }
-        }
+    match open_file(store, spec, file, deleted).await? {
+        Some(open) => open.whole().stream(),
+        None => Ok(futures::stream::empty().boxed()),
     }
-    let inner = ScanSpec {
-        columns: Some(columns),
-        ..spec.clone()
-    };
-    let inner_schema = inner.output_schema()?;
-    let indexes: Vec<usize> = out_schema
-        .fields()
-        .iter()
-        .map(|f| {
-            inner_schema
-                .index_of(f.name())
-                .map_err(|e| Error::Schema(e.to_string()))
-        })
-        .collect::<Result<_>>()?;
-    let path = file.path.clone();
-    let batches = stream_file_columns(store, &inner, file, deleted).await?;
-    Ok(batches
-        .try_filter_map(move |batch| {
-            let out = filter.filter(&batch).and_then(|kept| {
-                if kept.num_rows() == 0 {
-                    return Ok(None);
-                }
-                kept.project(&indexes)
-                    .map(Some)
-                    .map_err(|e| parquet_error(&path, e))
-            });
-            futures::future::ready(out)
-        })
-        .boxed())
 }
 
-async fn stream_file_columns(
+/// A data file opened for reading: its footer (with the offset index where
+/// long deleted runs make it worth one more GET), its deleted rows, the
+/// selection of rows to read, and how the reader's batches become the scan's.
+/// Its row groups are read as one stream ([`OpenFile::whole`]) or as pieces
+/// read apart ([`OpenFile::pieces`]).
+struct OpenFile {
+    /// The scan's spec, with the exact filter's columns added (see `filter`).
+    spec: Arc<ScanSpec>,
+    file: Arc<ScanFile>,
+    meta: ArrowReaderMetadata,
+    reader: crate::io::parquet::StoreFileReader,
+    /// What `spec` returns, and where each of its columns comes from.
+    out_schema: SchemaRef,
+    sources: Vec<Source>,
+    mask: ProjectionMask,
+    row_group_rows: Vec<u64>,
+    /// The rows to read (at least one row group).
+    plan: selection::SelectionPlan,
+    /// Deleted rows the plan reads (short runs), dropped by a keep-mask per
+    /// batch; None when the plan is exact.
+    deleted: Option<Arc<RoaringTreemap>>,
+    /// With exact filtering (`filter_rows`): the predicate, and where the
+    /// scan's output columns are among `spec`'s.
+    filter: Option<(Arc<Predicate>, Vec<usize>)>,
+}
+
+/// Some row groups of an [`OpenFile`] (consecutive among those it reads),
+/// read as one stream: its plan is the file's cut at its row groups, so its
+/// row indexes stay physical (file-global).
+struct FilePiece {
+    file: Arc<OpenFile>,
+    plan: selection::SelectionPlan,
+}
+
+/// Compressed bytes below which a file's next row group joins the same
+/// [`FilePiece`]: small row groups are not worth a reader of their own.
+const PIECE_MIN_BYTES: u64 = 1 << 20;
+
+impl OpenFile {
+    /// All its row groups, as one piece.
+    fn whole(self: Arc<Self>) -> FilePiece {
+        let plan = self.plan.clone();
+        FilePiece { file: self, plan }
+    }
+
+    /// Its row groups cut into pieces of consecutive row groups of at least
+    /// `min_bytes` compressed each (the last one may be smaller), to be
+    /// decoded in parallel.
+    fn pieces(self: Arc<Self>, min_bytes: u64) -> Result<Vec<FilePiece>> {
+        let row_groups = self.meta.metadata().row_groups();
+        let bytes: Vec<u64> = self
+            .plan
+            .row_groups
+            .iter()
+            .map(|&i| {
+                row_groups
+                    .get(i)
+                    .map_or(0, |rg| u64::try_from(rg.compressed_size()).unwrap_or(0))
+            })
+            .collect();
+        let sizes = piece_sizes(&bytes, min_bytes);
+        let plans = self.plan.clone().split(
+            &self.row_group_rows,
+            &sizes,
+            self.deleted.as_deref(),
+            &self.file.path,
+        )?;
+        Ok(plans
+            .into_iter()
+            .map(|plan| FilePiece {
+                file: self.clone(),
+                plan,
+            })
+            .collect())
+    }
+}
+
+/// Cut items of `bytes` each into consecutive runs of at least `min` bytes
+/// (the last run may be smaller): the length of each run.
+fn piece_sizes(bytes: &[u64], min: u64) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    let (mut count, mut acc) = (0usize, 0u64);
+    for b in bytes {
+        count += 1;
+        acc = acc.saturating_add(*b);
+        if acc >= min {
+            sizes.push(count);
+            (count, acc) = (0, 0);
+        }
+    }
+    if count > 0 {
+        sizes.push(count);
+    }
+    sizes
+}
+
+impl FilePiece {
+    /// Its batches, decoded as they are pulled.
+    fn stream(self) -> Result<BatchStream> {
+        let open = &self.file;
+        let path = open.file.path.clone();
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+            open.reader.clone(),
+            open.meta.clone(),
+        )
+        .with_projection(open.mask.clone())
+        .with_row_groups(self.plan.row_groups.clone())
+        .with_batch_size(BATCH_ROWS);
+        if !self.plan.reads_whole_row_groups() {
+            // Every skip is a run of at least SKIP_MIN_RUN rows: skipped as
+            // runs (whole pages with the offset index), never via a mask.
+            builder = builder
+                .with_row_selection(self.plan.selection.clone())
+                .with_row_selection_policy(RowSelectionPolicy::Selectors);
+        }
+        let stream = builder.build().map_err(|e| parquet_error(&path, e))?;
+        let mut shape = BatchShape {
+            out_schema: open.out_schema.clone(),
+            sources: open.sources.clone(),
+            spec: open.spec.clone(),
+            file: open.file.clone(),
+            kept: selection::KeptRows::new(self.plan.kept),
+            // Only the shorter runs the selection keeps are masked per batch.
+            deleted: open.deleted.clone().filter(|_| self.plan.masked > 0),
+            path_column: None,
+        };
+        let shaped = {
+            let path = path.clone();
+            stream.map(move |batch| {
+                batch
+                    .map_err(|e| data_file_error(&path, e))
+                    .and_then(|b| shape.apply(b))
+            })
+        };
+        let Some((filter, indexes)) = open.filter.clone() else {
+            return Ok(shaped.boxed());
+        };
+        Ok(shaped
+            .try_filter_map(move |batch| {
+                let out = filter.filter(&batch).and_then(|kept| {
+                    if kept.num_rows() == 0 {
+                        return Ok(None);
+                    }
+                    kept.project(&indexes)
+                        .map(Some)
+                        .map_err(|e| parquet_error(&path, e))
+                });
+                futures::future::ready(out)
+            })
+            .boxed())
+    }
+}
+
+/// Open `file` for reading (see [`OpenFile`]); None when it has no row to
+/// read (the filter or the DV rules out every row group).
+async fn open_file(
     store: &TableStore,
     spec: &ScanSpec,
     file: &ScanFile,
     deleted: DeletedRows,
-) -> Result<BatchStream> {
+) -> Result<Option<Arc<OpenFile>>> {
+    let exact = spec.filter.clone().filter(|_| spec.filter_rows);
+    let (spec, filter) = match exact {
+        None => (spec.clone(), None),
+        Some(filter) => {
+            // Read the filter's columns too, filter, then project to what
+            // was asked.
+            let out_schema = spec.output_schema()?;
+            let mut columns: Vec<String> = out_schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .filter(|n| !spec.is_added_column(n))
+                .collect();
+            for c in filter.columns() {
+                if let Some(root) = c.logical.first() {
+                    if !columns.contains(root) {
+                        columns.push(root.clone());
+                    }
+                }
+            }
+            let inner = ScanSpec {
+                columns: Some(columns),
+                ..spec.clone()
+            };
+            let inner_schema = inner.output_schema()?;
+            let indexes: Vec<usize> = out_schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    inner_schema
+                        .index_of(f.name())
+                        .map_err(|e| Error::Schema(e.to_string()))
+                })
+                .collect::<Result<_>>()?;
+            (inner, Some((filter, indexes)))
+        }
+    };
+    let spec = &spec;
     let out_schema = spec.output_schema()?;
     let meta = load_metadata(store, file).await?;
     let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
     if chosen.is_empty() {
-        return Ok(futures::stream::empty().boxed());
+        return Ok(None);
     }
     let location = store.resolve(&file.path)?;
     let mut reader = crate::io::parquet::StoreFileReader::new(store.clone(), location, file.size);
@@ -716,10 +867,10 @@ async fn stream_file_columns(
         &file.path,
     )?;
     // Only the shorter runs the selection keeps are masked per batch.
-    let deleted = deleted.filter(|_| plan.masked > 0);
+    let deleted = deleted.filter(|_| plan.masked > 0).map(Arc::new);
     if plan.row_groups.is_empty() {
         // Every row the scan would read is deleted: nothing is fetched.
-        return Ok(futures::stream::empty().boxed());
+        return Ok(None);
     }
     // Deleted runs long enough to empty whole data pages: with the file's
     // offset index (one more ranged GET), those pages are not fetched at all.
@@ -739,10 +890,9 @@ async fn stream_file_columns(
     } else {
         meta
     };
-    let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta);
 
     // Physical names of the requested data columns, and where each comes from.
-    let file_schema = builder.schema().clone();
+    let file_schema = meta.schema().clone();
     let mut wanted_roots = Vec::new();
     let mut sources: Vec<Source> = Vec::new();
     for field in out_schema.fields() {
@@ -789,36 +939,20 @@ async fn stream_file_columns(
             None => sources.push(Source::Missing),
         }
     }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted_roots);
-    let mut builder = builder
-        .with_projection(mask)
-        .with_row_groups(plan.row_groups.clone())
-        .with_batch_size(BATCH_ROWS);
-    if !plan.reads_whole_row_groups() {
-        // Every skip is a run of at least SKIP_MIN_RUN rows: skipped as
-        // runs (whole pages with the offset index), never via a mask.
-        builder = builder
-            .with_row_selection(plan.selection.clone())
-            .with_row_selection_policy(RowSelectionPolicy::Selectors);
-    }
-    let stream = builder.build().map_err(|e| parquet_error(&file.path, e))?;
-    let mut shape = BatchShape {
+    let mask = ProjectionMask::roots(meta.parquet_schema(), wanted_roots);
+    Ok(Some(Arc::new(OpenFile {
+        spec: Arc::new(spec.clone()),
+        file: Arc::new(file.clone()),
+        meta,
+        reader,
         out_schema,
         sources,
-        spec: spec.clone(),
-        file: file.clone(),
-        kept: selection::KeptRows::new(plan.kept),
+        mask,
+        row_group_rows,
+        plan,
         deleted,
-        path_column: None,
-    };
-    let path = file.path.clone();
-    Ok(stream
-        .map(move |batch| {
-            batch
-                .map_err(|e| data_file_error(&path, e))
-                .and_then(|b| shape.apply(b))
-        })
-        .boxed())
+        filter,
+    })))
 }
 
 /// Turns the parquet reader's batches of one file into the scan's output
@@ -826,13 +960,13 @@ async fn stream_file_columns(
 struct BatchShape {
     out_schema: SchemaRef,
     sources: Vec<Source>,
-    spec: ScanSpec,
-    file: ScanFile,
+    spec: Arc<ScanSpec>,
+    file: Arc<ScanFile>,
     /// Physical indexes of the rows the reader has still to return, in order.
     kept: selection::KeptRows,
     /// Deleted rows the selection reads (short runs), dropped by a keep-mask
     /// per batch; None when the selection is exact.
-    deleted: Option<RoaringTreemap>,
+    deleted: Option<Arc<RoaringTreemap>>,
     /// One file-path column for the largest batch, sliced (zero-copy) per batch.
     path_column: Option<ArrayRef>,
 }
@@ -965,6 +1099,7 @@ fn materialized_or(
     Ok(Arc::new(merged))
 }
 
+#[derive(Clone)]
 enum Source {
     File(String),
     Missing,
@@ -989,38 +1124,86 @@ const SKIP_MIN_RUN: u64 = 1024;
 /// 25% faster in benches/bench_scan.py).
 const BATCH_ROWS: usize = 8192;
 
-/// Files a snapshot scan reads ahead by default: each is decoded on a runtime
-/// worker, at most [`READ_AHEAD_BYTES`] of decoded batches ahead of the
-/// consumer.
+/// Files whose footers (and DVs, when not loaded already) a scan fetches
+/// ahead at once by default.
 pub const DEFAULT_PREFETCH_FILES: usize = 4;
 
-/// Decoded bytes a file being read ahead may hold before the consumer takes
-/// them: enough for the files ahead to keep the other cores decoding while
-/// the consumer works through the current one (a bound of two batches kept
-/// decoding on about one core), small enough that a scan of a 4.6 GB table
-/// peaks at ~420 MB RSS (32 MiB: ~480 MB, for ~10% more speed at 1% deletes;
-/// benches/bench_stream_memory.py, benches/bench_scan.py).
-pub const READ_AHEAD_BYTES: usize = 16 << 20;
+/// Decoded bytes a piece of a file being read ahead (see [`stream_files`])
+/// may hold before the consumer takes them. A piece is a run of row groups
+/// of about [`PIECE_MIN_BYTES`] compressed or more (bench_scan.py's row
+/// groups of 131,072 rows decode to ~5.5 MB each).
+///
+/// Memory: a scan with `threads` threads has at most `threads + 1` pieces
+/// live, so its peak RSS, beyond the process's baseline, is bounded by about
+/// `48 MB + (threads + 1) × 2 × (READ_AHEAD_BYTES + C)`, where `C` is the
+/// compressed bytes of the largest row group's projected columns (fetched
+/// whole before decoding): linear in the threads. Fitted by
+/// benches/bench_stream_memory.py at 1 and 2 threads: ~45 MB whatever the
+/// threads (the scan's DVs, footers, the runtime, the allocator), ~13 MB a
+/// live piece for its table (C = 3.7 MiB; a piece holds a batch beyond its
+/// budget waiting for its permit, the consumer one more, decode buffers, and
+/// each worker's malloc arena keeps some): ~380 MB at 16 threads.
+pub const READ_AHEAD_BYTES: usize = 4 << 20;
+
+/// Decoded bytes a piece may hold ahead of the consumer when the caller
+/// keeps every batch anyway (`to_pyarrow_table`): enough for a piece of
+/// usual row groups to decode whole ahead, so no piece waits for the one
+/// before it to be consumed (with [`READ_AHEAD_BYTES`], the part of each
+/// piece beyond the budget is decoded only once it is the consumer's turn,
+/// one piece at a time).
+pub const MATERIALIZE_READ_AHEAD_BYTES: usize = 256 << 20;
+
+/// How a scan of several files runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Pieces of files (runs of row groups) decoded at once, each in a task
+    /// of its own on the runtime's workers (at least 1).
+    pub threads: usize,
+    /// Files whose footers (and DVs) are fetched ahead at once.
+    pub prefetch_files: usize,
+    /// Batches in file order, and in row order within a file (true); or as
+    /// their pieces are decoded (false: faster where order does not matter,
+    /// e.g. a Spark task, since no piece waits for the one before it).
+    pub ordered: bool,
+    /// Compressed bytes below which a file's next row group joins the same
+    /// piece ([`PIECE_MIN_BYTES`]).
+    pub piece_bytes: u64,
+    /// Decoded bytes each piece may hold ahead of the consumer
+    /// ([`READ_AHEAD_BYTES`]; [`MATERIALIZE_READ_AHEAD_BYTES`] for a caller
+    /// that keeps every batch).
+    pub read_ahead_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    /// [`crate::io::num_threads`] threads, [`DEFAULT_PREFETCH_FILES`],
+    /// ordered, pieces of [`PIECE_MIN_BYTES`].
+    fn default() -> Self {
+        ReadOptions {
+            threads: crate::io::num_threads(),
+            prefetch_files: DEFAULT_PREFETCH_FILES,
+            ordered: true,
+            piece_bytes: PIECE_MIN_BYTES,
+            read_ahead_bytes: READ_AHEAD_BYTES,
+        }
+    }
+}
 
 /// Read a whole snapshot into memory (see [`stream_snapshot`], which this
 /// collects: for tests and small tables).
 pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<RecordBatch>> {
-    stream_snapshot(snapshot, spec, DEFAULT_PREFETCH_FILES)
+    stream_snapshot(snapshot, spec, ReadOptions::default())
         .await?
         .try_collect()
         .await
 }
 
-/// Stream a whole snapshot, batches in file order: the DVs of all planned
+/// Stream a whole snapshot (see [`stream_files`]): the DVs of all planned
 /// files are fetched first (one coalesced GET per DV file, not one per data
-/// file); then up to `prefetch_files` files are read at once on the runtime's
-/// workers, each at most a few batches ahead of the consumer. Memory stays
-/// bounded by `prefetch_files` (row groups being decoded, plus a few batches
-/// each), whatever the table's size.
+/// file), then the files are read, their row groups decoded in parallel.
 pub async fn stream_snapshot(
     snapshot: &Snapshot,
     spec: &ScanSpec,
-    prefetch_files: usize,
+    options: ReadOptions,
 ) -> Result<BatchStream> {
     let store = snapshot.store().clone();
     let files = plan(snapshot, spec.filter.as_deref())?;
@@ -1037,34 +1220,107 @@ pub async fn stream_snapshot(
         };
         work.push((file, DeletedRows::Known(deleted)));
     }
-    Ok(stream_files(store, spec.clone(), work, prefetch_files))
+    Ok(stream_files(store, spec.clone(), work, options))
 }
 
-/// Stream `files` in order, up to `prefetch_files` of them read ahead at once
-/// (each in its own runtime task, a bounded channel of batches apiece).
+/// Stream `files` (see [`stream_file`] for what is read): up to
+/// `prefetch_files` files are opened ahead (footer, DV; each in a task of its
+/// own), each file's row groups are cut into pieces (`piece_bytes` or more
+/// each), and up to `threads` pieces, of one file or several, are
+/// decoded at once on the runtime's workers, each at most
+/// [`READ_AHEAD_BYTES`] of batches ahead of the consumer. With `ordered`,
+/// the batches come in file order and row order within each file (a piece
+/// decoded early waits, within its budget, for those before it); else as
+/// they are decoded. Memory stays bounded by `threads` (see
+/// [`READ_AHEAD_BYTES`]), whatever the table's size. Must be called within
+/// the runtime.
 pub fn stream_files(
     store: TableStore,
     spec: ScanSpec,
     files: Vec<(ScanFile, DeletedRows)>,
-    prefetch_files: usize,
+    options: ReadOptions,
 ) -> BatchStream {
     let spec = Arc::new(spec);
-    // The read starts when `buffered` takes the file into its window (in
-    // this closure), not when its future is first polled: `buffered` polls
-    // only until the next future in order is ready, so a lazy start would
-    // leave the files ahead unstarted until the consumer reached them.
-    futures::stream::iter(files)
+    let threads = options.threads.max(1);
+    // A footer is fetched when `buffered` takes its file into its window
+    // (spawned in the closure), not when its future is first polled:
+    // `buffered` polls only until the next future in order is ready, so a
+    // lazy start would leave the files ahead unstarted. The pieces are
+    // started by a task of their own (`spawn_window`), as soon as fewer than
+    // the window are live, whatever the consumer is doing.
+    let opened = futures::stream::iter(files)
         .map(move |(file, deleted)| {
-            futures::future::ready(read_ahead(store.clone(), spec.clone(), file, deleted))
+            let (store, spec) = (store.clone(), spec.clone());
+            crate::io::spawn_now(async move { open_file(&store, &spec, &file, deleted).await })
         })
-        .buffered(prefetch_files.max(1))
-        .flatten()
-        .boxed()
+        .buffered(options.prefetch_files.max(1));
+    let piece_bytes = options.piece_bytes;
+    let pieces = opened
+        .map(move |opened| {
+            match opened.and_then(|open| open?.map_or(Ok(Vec::new()), |f| f.pieces(piece_bytes))) {
+                Ok(pieces) => futures::stream::iter(pieces.into_iter().map(Ok)).left_stream(),
+                Err(e) => futures::stream::once(futures::future::ready(Err(e))).right_stream(),
+            }
+        })
+        .flatten();
+    let budget = options.read_ahead_bytes;
+    let read = move |piece: Result<FilePiece>| match piece {
+        Ok(piece) => read_piece_ahead(piece, budget),
+        Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
+    };
+    let failed = |why| {
+        Err(Error::Internal(format!(
+            "scheduling the scan's reads failed: {why}"
+        )))
+    };
+    if options.ordered {
+        // `threads` pieces read ahead, plus the one being consumed.
+        crate::io::spawn_window(pieces, threads + 1, read, failed)
+            .flatten()
+            .boxed()
+    } else {
+        crate::io::spawn_window(pieces, threads, read, failed)
+            .flatten_unordered(None)
+            .boxed()
+    }
 }
 
-/// Start reading one file in a runtime task; its batches come through a
-/// bounded channel (the task waits while the channel is full, and stops if
-/// the consumer goes away). Must be called within the runtime.
+/// Start reading `piece` in a runtime task (see [`read_batches_ahead`]).
+fn read_piece_ahead(piece: FilePiece, budget: usize) -> BatchStream {
+    let path = piece.file.file.path.clone();
+    let batches = futures::stream::once(async move {
+        match piece.stream() {
+            Ok(batches) => batches,
+            Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
+        }
+    })
+    .flatten();
+    read_batches_ahead(path, batches, budget)
+}
+
+/// `batches` of the file at `path`, produced in a runtime task of their own
+/// at most [`READ_AHEAD_BYTES`] ahead of the consumer (the task waits while
+/// the consumer is that far behind, and stops if it goes away; the file stops
+/// at its first error). Must be called within the runtime.
+fn read_batches_ahead(
+    path: String,
+    batches: impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+    budget: usize,
+) -> BatchStream {
+    // Each batch is read ahead holding its bytes of the budget (an error: one
+    // unit).
+    crate::io::spawn_read_ahead(
+        batches,
+        budget,
+        |item: &Result<RecordBatch>| item.as_ref().map_or(1, |b| b.get_array_memory_size()),
+        Result::is_err,
+        move |why| Err(Error::Internal(format!("reading {path} failed: {why}"))),
+    )
+}
+
+/// Start reading one file in a runtime task, its row groups one after
+/// another (see [`stream_file`]), at most [`READ_AHEAD_BYTES`] of batches
+/// ahead of the consumer. Must be called within the runtime.
 pub fn read_ahead(
     store: TableStore,
     spec: Arc<ScanSpec>,
@@ -1079,15 +1335,7 @@ pub fn read_ahead(
         }
     })
     .flatten();
-    // Each batch is read ahead holding its bytes of the budget (an error: one
-    // unit); the file stops at its first error.
-    crate::io::spawn_read_ahead(
-        batches,
-        READ_AHEAD_BYTES,
-        |item: &Result<RecordBatch>| item.as_ref().map_or(1, |b| b.get_array_memory_size()),
-        Result::is_err,
-        move |why| Err(Error::Internal(format!("reading {path} failed: {why}"))),
-    )
+    read_batches_ahead(path, batches, READ_AHEAD_BYTES)
 }
 
 #[cfg(test)]
@@ -1096,6 +1344,230 @@ mod tests {
     use arrow_array::StringArray;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
+
+    #[test]
+    fn pieces_of_at_least_min_bytes() {
+        assert_eq!(piece_sizes(&[], 10), Vec::<usize>::new());
+        assert_eq!(piece_sizes(&[10, 10, 10], 10), vec![1, 1, 1]);
+        assert_eq!(piece_sizes(&[10, 10, 10], 1), vec![1, 1, 1]);
+        assert_eq!(piece_sizes(&[4, 4, 4, 20, 1], 10), vec![3, 1, 1]);
+        assert_eq!(piece_sizes(&[4, 4], 100), vec![2]);
+    }
+
+    /// Files of `rows` rows each (`id` = a table-wide running number, `s` a
+    /// string), row groups of `group` rows, in a temporary folder.
+    fn files(rows: &[(u64, usize)]) -> (tempfile::TempDir, TableStore, Vec<ScanFile>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let mut out = Vec::new();
+        let mut first = 0i64;
+        for (i, &(n, group)) in rows.iter().enumerate() {
+            let n = i64::try_from(n).unwrap();
+            let ids = Int64Array::from_iter_values(first..first + n);
+            let s: StringArray = (first..first + n).map(|v| Some(format!("s{v}"))).collect();
+            first += n;
+            let batch = RecordBatch::try_from_iter([
+                ("id", Arc::new(ids) as ArrayRef),
+                ("s", Arc::new(s) as ArrayRef),
+            ])
+            .unwrap();
+            let props = WriterProperties::builder()
+                .set_max_row_group_row_count(Some(group))
+                .build();
+            let name = format!("part-{i}.parquet");
+            let f = std::fs::File::create(dir.path().join(&name)).unwrap();
+            let mut writer = ArrowWriter::try_new(f, batch.schema(), Some(props)).unwrap();
+            writer.write(&batch).unwrap();
+            writer.close().unwrap();
+            let size = std::fs::metadata(dir.path().join(&name)).unwrap().len();
+            out.push(ScanFile {
+                path: name,
+                size,
+                partition_values: HashMap::new(),
+                deletion_vector: None,
+                row_groups: None,
+                base_row_id: None,
+                default_row_commit_version: None,
+            });
+        }
+        (dir, store, out)
+    }
+
+    fn spec() -> ScanSpec {
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[
+                {"name":"id","type":"long","nullable":true,"metadata":{}},
+                {"name":"s","type":"string","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        ScanSpec {
+            schema,
+            partition_columns: Vec::new(),
+            column_mapping: ColumnMappingMode::None,
+            columns: None,
+            with_metadata_columns: true,
+            filter: None,
+            filter_rows: false,
+            row_tracking: None,
+        }
+    }
+
+    /// (file path, row index, id, s) of every row, in order.
+    fn rows(batches: &[RecordBatch]) -> Vec<(String, i64, i64, String)> {
+        let mut out = Vec::new();
+        for b in batches {
+            let col = |name: &str| b.column_by_name(name).unwrap().clone();
+            let (id, index, s, path) = (
+                col("id"),
+                col(ROW_INDEX_COLUMN),
+                col("s"),
+                col(FILE_PATH_COLUMN),
+            );
+            let id = id.as_any().downcast_ref::<Int64Array>().unwrap();
+            let index = index.as_any().downcast_ref::<Int64Array>().unwrap();
+            let s = s.as_any().downcast_ref::<StringArray>().unwrap();
+            let path = path.as_any().downcast_ref::<StringArray>().unwrap();
+            for i in 0..b.num_rows() {
+                out.push((
+                    path.value(i).to_string(),
+                    index.value(i),
+                    id.value(i),
+                    s.value(i).to_string(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Row groups decoded in parallel (pieces of one row group, or of
+    /// several; on 1, 2 or 4 threads) return, in order, exactly the rows of
+    /// the sequential read, which are the rows the DVs leave (checked
+    /// against the DVs themselves): DVs spanning row-group bounds, a row
+    /// group the DV empties, a file all of whose rows are deleted, a file
+    /// of one row group; unordered, the same rows in some order.
+    #[test]
+    fn parallel_pieces_return_the_rows_of_the_sequential_read() {
+        let layout = [
+            (1_000u64, 100usize),
+            (300, 100),
+            (500, 50),
+            (70, 100),
+            (400, 64),
+        ];
+        let (_dir, store, scan_files) = files(&layout);
+        let mut dvs: Vec<Option<RoaringTreemap>> = vec![None; layout.len()];
+        let mut d0 = RoaringTreemap::new();
+        d0.insert_range(95..105); // across rg 0 / rg 1
+        d0.insert_range(250..450); // rg 3 emptied, rg 2 and rg 4 in part
+        d0.extend((600..700).step_by(7)); // short runs: masked
+        d0.insert(999);
+        dvs[0] = Some(d0);
+        let mut d1 = RoaringTreemap::new();
+        d1.insert_range(0..300); // every row: 0 live rows
+        dvs[1] = Some(d1);
+        dvs[4] = Some((0..400).filter(|i| i % 3 == 0).collect()); // masked everywhere
+        let expected: Vec<(String, i64, i64, String)> = {
+            let mut out = Vec::new();
+            let mut first = 0i64;
+            for (i, &(n, _)) in layout.iter().enumerate() {
+                for r in 0..n {
+                    if dvs[i].as_ref().is_some_and(|d| d.contains(r)) {
+                        continue;
+                    }
+                    let id = first + i64::try_from(r).unwrap();
+                    out.push((
+                        format!("part-{i}.parquet"),
+                        id - first,
+                        id,
+                        format!("s{id}"),
+                    ));
+                }
+                first += i64::try_from(n).unwrap();
+            }
+            out
+        };
+        let work = || -> Vec<(ScanFile, DeletedRows)> {
+            scan_files
+                .iter()
+                .cloned()
+                .zip(dvs.iter().cloned())
+                .map(|(f, d)| (f, DeletedRows::Known(d)))
+                .collect()
+        };
+        let spec = spec();
+        let sequential: Vec<RecordBatch> = crate::io::block_on(async {
+            let mut all = Vec::new();
+            for (file, deleted) in work() {
+                let batches: Vec<RecordBatch> = stream_file(&store, &spec, &file, deleted)
+                    .await?
+                    .try_collect()
+                    .await?;
+                all.extend(batches);
+            }
+            Ok::<_, Error>(all)
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(rows(&sequential), expected);
+        for threads in [1, 2, 4] {
+            for piece_bytes in [1, 1_500, PIECE_MIN_BYTES] {
+                for ordered in [true, false] {
+                    let options = ReadOptions {
+                        threads,
+                        prefetch_files: 2,
+                        ordered,
+                        piece_bytes,
+                        read_ahead_bytes: if threads == 2 { 1 } else { READ_AHEAD_BYTES },
+                    };
+                    let (store, spec, work) = (store.clone(), spec.clone(), work());
+                    let got: Vec<RecordBatch> = crate::io::block_on(async move {
+                        stream_files(store, spec, work, options).try_collect().await
+                    })
+                    .unwrap()
+                    .unwrap();
+                    let mut got = rows(&got);
+                    let case = format!("{threads} threads, pieces of {piece_bytes} B, {ordered}");
+                    if ordered {
+                        assert_eq!(got, expected, "{case}");
+                    } else {
+                        got.sort();
+                        let mut want = expected.clone();
+                        want.sort();
+                        assert_eq!(got, want, "{case}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// An error in one file (here: a DV naming rows past its end) ends a
+    /// parallel scan with that error, naming the file.
+    #[test]
+    fn a_failing_file_fails_the_parallel_scan() {
+        let (_dir, store, scan_files) = files(&[(200, 50), (200, 50)]);
+        let bad: RoaringTreemap = [5u64, 500].into_iter().collect();
+        for ordered in [true, false] {
+            let work = vec![
+                (scan_files[0].clone(), DeletedRows::Known(None)),
+                (scan_files[1].clone(), DeletedRows::Known(Some(bad.clone()))),
+            ];
+            let options = ReadOptions {
+                threads: 2,
+                ordered,
+                ..ReadOptions::default()
+            };
+            let store = store.clone();
+            let e = crate::io::block_on(async move {
+                stream_files(store, spec(), work, options)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .unwrap()
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("part-1.parquet") && e.contains("row 500"), "{e}");
+        }
+    }
 
     /// Where the mask drops rows, a string column whose data pages are all
     /// dictionary-encoded is read as dictionary keys; one with plain pages

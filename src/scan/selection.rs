@@ -67,6 +67,94 @@ impl SelectionPlan {
     }
 }
 
+impl SelectionPlan {
+    /// This plan cut into consecutive pieces of `sizes[i]` of its row groups
+    /// each (in order; `sizes` sums to `row_groups.len()`), so the pieces can
+    /// be read apart (on several threads): each is the plan [`plan`] makes for
+    /// its row groups alone. Row indexes stay physical (file-global): a
+    /// piece's kept runs are cut at its row groups' bounds, found from
+    /// `row_group_rows`. `deleted` is the DV the plan was made with (each
+    /// piece's [`SelectionPlan::masked`] is counted from it).
+    pub fn split(
+        mut self,
+        row_group_rows: &[u64],
+        sizes: &[usize],
+        deleted: Option<&RoaringTreemap>,
+        file: &str,
+    ) -> Result<Vec<SelectionPlan>> {
+        let total: usize = sizes.iter().sum();
+        if total != self.row_groups.len() {
+            return Err(Error::Internal(format!(
+                "{file}: a plan of {} row groups cut into pieces of {total}",
+                self.row_groups.len()
+            )));
+        }
+        let mut starts = Vec::with_capacity(row_group_rows.len());
+        let mut acc = 0u64;
+        for rows in row_group_rows {
+            starts.push(acc);
+            acc += rows;
+        }
+        let bounds = |rg: usize| -> Result<(u64, u64)> {
+            match (starts.get(rg), row_group_rows.get(rg)) {
+                (Some(&s), Some(&n)) => Ok((s, n)),
+                _ => Err(Error::InvalidArgument(format!(
+                    "{file}: row group {rg} does not exist (the file has {})",
+                    row_group_rows.len()
+                ))),
+            }
+        };
+        let mut runs: std::collections::VecDeque<(u64, u64)> = self.kept.into();
+        let mut groups = self.row_groups.into_iter();
+        let mut pieces = Vec::with_capacity(sizes.len());
+        for &size in sizes {
+            let row_groups: Vec<usize> = groups.by_ref().take(size).collect();
+            let mut rows = 0u64;
+            let mut end = 0u64;
+            for &rg in &row_groups {
+                let (start, n) = bounds(rg)?;
+                rows += n;
+                end = start + n;
+            }
+            let selection = self
+                .selection
+                .split_off(usize::try_from(rows).unwrap_or(usize::MAX));
+            // The kept runs below `end` (the last one cut there): runs of
+            // row groups read one after another are merged in the plan.
+            let mut kept = Vec::new();
+            while let Some((start, len)) = runs.front_mut() {
+                if *start >= end {
+                    break;
+                }
+                if *start + *len <= end {
+                    kept.push((*start, *len));
+                    runs.pop_front();
+                } else {
+                    let head = end - *start;
+                    kept.push((*start, head));
+                    *start = end;
+                    *len -= head;
+                    break;
+                }
+            }
+            let masked = match deleted.filter(|_| self.masked > 0) {
+                Some(d) => kept
+                    .iter()
+                    .map(|&(s, l)| d.range_cardinality(s..s + l))
+                    .sum(),
+                None => 0,
+            };
+            pieces.push(SelectionPlan {
+                row_groups,
+                selection,
+                kept,
+                masked,
+            });
+        }
+        Ok(pieces)
+    }
+}
+
 /// Physical indexes of a plan's kept rows, handed out batch by batch.
 #[derive(Debug, Clone, Default)]
 pub struct KeptRows {
@@ -248,6 +336,57 @@ mod tests {
         assert_eq!(rows.len() as u64, p.kept_count());
         assert!(!rows.contains(&3) && !rows.contains(&260) && !rows.contains(&120));
         assert_eq!(p.selection.row_count(), rows.len());
+    }
+
+    /// Each piece of a split plan is the plan of its row groups alone (so
+    /// pieces read apart return the rows, and row indexes, of the whole plan),
+    /// with DVs spanning row-group bounds, row groups the DV empties or the
+    /// scan skips, and masked and skipped runs.
+    #[test]
+    fn split_plans_equal_the_plans_of_their_row_groups() {
+        let rows = [100u64, 150, 50, 80, 120];
+        let mut dv: RoaringTreemap = [3u64, 99, 100, 101, 120, 260, 261].into_iter().collect();
+        dv.insert_range(280..300); // rg 2's tail and...
+        dv.insert_range(300..380); // ...all of rg 3: emptied
+        dv.insert_range(395..405); // a run across rg 4's inside
+        for min_skip in [1, 2, 8, 1000] {
+            for chosen in [vec![0, 1, 2, 3, 4], vec![0, 2, 4], vec![1, 3, 4], vec![3]] {
+                let whole = plan(&rows, &chosen, Some(&dv), min_skip, "f").unwrap();
+                let n = whole.row_groups.len();
+                let cuts: Vec<Vec<usize>> = match n {
+                    0 => vec![vec![]],
+                    1 => vec![vec![1]],
+                    2 => vec![vec![2], vec![1, 1]],
+                    _ => vec![vec![n], vec![1; n], vec![1, n - 1], vec![n - 1, 1]],
+                };
+                for sizes in cuts {
+                    let pieces = whole.clone().split(&rows, &sizes, Some(&dv), "f").unwrap();
+                    assert_eq!(pieces.len(), sizes.len());
+                    let mut all = Vec::new();
+                    let mut masked = 0;
+                    for piece in &pieces {
+                        let alone =
+                            plan(&rows, &piece.row_groups, Some(&dv), min_skip, "f").unwrap();
+                        assert_eq!(piece.row_groups, alone.row_groups);
+                        assert_eq!(piece.kept, alone.kept, "{min_skip} {chosen:?} {sizes:?}");
+                        assert_eq!(piece.masked, alone.masked);
+                        let got: Vec<RowSelector> = piece.selection.iter().copied().collect();
+                        let want: Vec<RowSelector> = alone.selection.iter().copied().collect();
+                        assert_eq!(got, want, "{min_skip} {chosen:?} {sizes:?}");
+                        all.extend(piece.kept_rows());
+                        masked += piece.masked;
+                    }
+                    assert_eq!(all, whole.kept_rows().collect::<Vec<_>>());
+                    assert_eq!(masked, whole.masked);
+                }
+            }
+        }
+        let e = plan(&rows, &[0, 1], None, 1, "f")
+            .unwrap()
+            .split(&rows, &[1], None, "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("2 row groups cut into pieces of 1"), "{e}");
     }
 
     #[test]

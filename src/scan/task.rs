@@ -14,7 +14,9 @@ use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::io::TableStore;
 use crate::log::cdf::{self, ChangedRows};
 use crate::log::schema::{ColumnMappingMode, StructField, StructType};
-use crate::scan::{stream_file, BatchStream, DeletedRows, RowTrackingColumns, ScanFile, ScanSpec};
+use crate::scan::{
+    stream_files, BatchStream, DeletedRows, ReadOptions, RowTrackingColumns, ScanFile, ScanSpec,
+};
 use crate::table::dv;
 use crate::table::snapshot::Snapshot;
 use futures::{StreamExt, TryStreamExt};
@@ -214,8 +216,16 @@ impl ScanTask {
     }
 
     /// Stream this task's rows (DVs applied; for a change data feed task, the
-    /// rows the commit changed, with the change columns), decoded as pulled.
+    /// rows the commit changed, with the change columns), decoded as pulled
+    /// with the default [`ReadOptions`] (row groups in parallel, in order).
     pub async fn stream(&self) -> Result<BatchStream> {
+        self.stream_with(ReadOptions::default()).await
+    }
+
+    /// [`ScanTask::stream`] with `options`: `threads` pieces of the file
+    /// (runs of row groups) decoded at once, batches in row order or, when
+    /// not `ordered`, as decoded. Must be called within the runtime.
+    pub async fn stream_with(&self, options: ReadOptions) -> Result<BatchStream> {
         let store = TableStore::open(&self.table_uri, &self.storage_options)?;
         let mut file = ScanFile {
             path: self.path.clone(),
@@ -228,7 +238,12 @@ impl ScanTask {
         };
         let spec = self.spec()?;
         let Some(change) = &self.change else {
-            return stream_file(&store, &spec, &file, DeletedRows::Load).await;
+            return Ok(stream_files(
+                store,
+                spec,
+                vec![(file, DeletedRows::Load)],
+                options,
+            ));
         };
         let deleted = match &change.rows {
             ChangedRows::CdcFile => {
@@ -254,8 +269,7 @@ impl ScanTask {
         };
         let schema = self.output_schema()?;
         let change = change.clone();
-        Ok(stream_file(&store, &spec, &file, deleted)
-            .await?
+        Ok(stream_files(store, spec, vec![(file, deleted)], options)
             .map(move |b| b.and_then(|b| with_change_columns(b, &change, &schema)))
             .boxed())
     }

@@ -690,9 +690,20 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
+    // The parts (and below, the sidecars) decoded at once on the blocking
+    // pool, up to the threads deltadv works with; absorbed in order.
+    let threads = crate::io::num_threads();
+    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> = futures::stream::iter(
+        fetched
+            .into_iter()
+            .zip(files)
+            .map(|((name, bytes), f)| decode_blocking(bytes, name, f.is_json_checkpoint())),
+    )
+    .buffered(threads)
+    .try_collect()
+    .await?;
     let mut data = CheckpointData::default();
-    for ((name, bytes), f) in fetched.into_iter().zip(files) {
-        let (adds, others) = decode_blocking(bytes, name, f.is_json_checkpoint()).await?;
+    for (adds, others) in parsed {
         data.absorb(adds, others);
     }
     let sidecars = data.sidecars();
@@ -703,11 +714,13 @@ async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<Checkp
             Ok::<_, Error>((name, bytes))
         }))
         .await?;
-    let parsed = futures::future::try_join_all(
+    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> = futures::stream::iter(
         fetched
             .into_iter()
             .map(|(name, bytes)| decode_blocking(bytes, name, false)),
     )
+    .buffered(threads)
+    .try_collect()
     .await?;
     for (adds, others) in parsed {
         data.absorb(adds, others);

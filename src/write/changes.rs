@@ -1104,7 +1104,7 @@ pub(crate) async fn check_added_rows(
 ) -> Result<()> {
     let mut found = futures::stream::iter(added.iter())
         .map(|add| async move { Ok::<_, Error>((add, check.first_match(store, add).await?)) })
-        .buffer_unordered(super::READ_CONCURRENCY);
+        .buffer_unordered(super::read_concurrency());
     while let Some((add, first)) = found.try_next().await? {
         if let Some(row) = first {
             return Err(added_row_conflict(

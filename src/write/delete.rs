@@ -25,7 +25,7 @@ use super::row_deletes::{
 };
 pub use super::row_deletes::{prepare_files, DeleteOptions, PreparedFile};
 use super::transaction::Transaction;
-use super::{live_files, READ_CONCURRENCY};
+use super::{live_files, read_concurrency};
 use crate::error::{Error, Result};
 use crate::log::actions::Metadata;
 use crate::log::features;
@@ -254,7 +254,7 @@ pub(super) async fn matching_rows(
                 Ok((file.path, rows))
             }
         })
-        .buffer_unordered(READ_CONCURRENCY)
+        .buffer_unordered(read_concurrency())
         .collect()
         .await;
     let mut rows = HashMap::new();

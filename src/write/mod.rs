@@ -69,8 +69,17 @@ pub mod vacuum;
 
 use crate::error::{Error, Result};
 
-/// Files read at once when DELETE, UPDATE or MERGE look for matching rows.
+/// Files read at once when DELETE, UPDATE or MERGE look for matching rows,
+/// at the least (object stores want a few requests in flight even on one
+/// core); see [`read_concurrency`].
 pub(crate) const READ_CONCURRENCY: usize = 4;
+
+/// Files read at once when DELETE, UPDATE or MERGE look for matching rows
+/// (each decoded on a runtime worker): the threads deltadv works with
+/// ([`crate::io::num_threads`]), at least [`READ_CONCURRENCY`].
+pub(crate) fn read_concurrency() -> usize {
+    crate::io::num_threads().max(READ_CONCURRENCY)
+}
 
 /// The live files of `snapshot` by (URL-decoded) path.
 pub(crate) fn live_files(

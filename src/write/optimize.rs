@@ -724,8 +724,12 @@ fn predicate_text(options: &CompactOptions) -> String {
 /// Files of a bin read ahead of the writer.
 const READ_AHEAD: usize = 2;
 
-/// Plan, rewrite (bin after bin) and commit, in this process.
-/// `progress(bins done, bins)` is called as bins finish.
+/// Plan, rewrite and commit, in this process: up to
+/// [`crate::io::num_threads`] bins rewritten at once (each reads its files a
+/// few ahead and encodes its own files, one row group buffered apiece), their
+/// files committed in the order of the bins. `progress(bins done, bins)` is
+/// called as bins finish. If a bin fails, no bin starts after it, those
+/// already running finish, and every file written is removed.
 pub async fn compact(
     snapshot: &Snapshot,
     mode: CompactMode,
@@ -736,17 +740,42 @@ pub async fn compact(
     let tasks = plan.tasks(snapshot);
     let total = tasks.len();
     let store = snapshot.store();
+    let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use futures::StreamExt;
+    let mut rewrites = futures::stream::iter(tasks)
+        .map(|task| {
+            let (store, failed) = (store.clone(), failed.clone());
+            // Started when `buffered` takes it (so bins run at once); one
+            // taken after a failure writes nothing.
+            crate::io::spawn_now(async move {
+                if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(None);
+                }
+                task.rewrite(&store).await.map(Some)
+            })
+        })
+        .buffered(crate::io::num_threads());
     let mut added = Vec::new();
-    for (done, task) in tasks.iter().enumerate() {
-        match task.rewrite(store).await {
-            Ok(adds) => added.extend(adds),
+    let mut failure = None;
+    let mut done = 0;
+    while let Some(rewritten) = rewrites.next().await {
+        match rewritten.and_then(|r| r) {
+            Ok(Some(adds)) => {
+                added.extend(adds);
+                done += 1;
+                progress(done, total);
+            }
+            Ok(None) => {}
             Err(e) => {
-                let paths: Vec<String> = added.iter().map(|a| normalize_path(&a.path)).collect();
-                let _ = remove_files(store, &paths).await;
-                return Err(e);
+                failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                failure.get_or_insert(e);
             }
         }
-        progress(done + 1, total);
+    }
+    if let Some(e) = failure {
+        let paths: Vec<String> = added.iter().map(|a| normalize_path(&a.path)).collect();
+        let _ = remove_files(store, &paths).await;
+        return Err(e);
     }
     commit(snapshot, &plan, added, options).await
 }

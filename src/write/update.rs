@@ -17,7 +17,7 @@ use super::changes::{
 };
 use super::data::rules::{refuse_identity_update, ColumnValues};
 use super::data::TableLayout;
-use super::{live_files, READ_CONCURRENCY};
+use super::{live_files, read_concurrency};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Predicate, ValueExpr};
 use crate::log::actions::Add;
@@ -87,7 +87,11 @@ pub async fn update_where(
     let written = async {
         // Candidate files streamed a few ahead of the writer, batch by batch.
         let work = files.into_iter().map(|f| (f, DeletedRows::Load)).collect();
-        let mut reads = scan::stream_files(store.clone(), spec.clone(), work, READ_CONCURRENCY);
+        let read = scan::ReadOptions {
+            prefetch_files: read_concurrency(),
+            ..scan::ReadOptions::default()
+        };
+        let mut reads = scan::stream_files(store.clone(), spec.clone(), work, read);
         while let Some(batch) = reads.try_next().await? {
             let t = Instant::now();
             let updated = apply_assignments(&batch, &set, &generated)?;

@@ -9,11 +9,12 @@ import gc
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from deltadv import DeltaTable
+from deltadv import DeltaTable, num_threads
 from deltadv._sample import make_table
 
 FILES, ROWS = 12, 1000
@@ -47,10 +48,12 @@ def test_scan_reads_files_only_as_they_are_pulled(
     assert first.num_rows > 0
     time.sleep(0.3)  # read-ahead tasks get every chance to run further
     early = _gets(t) - before
-    # The DV file, then the `prefetch` files of the window, read ahead at
-    # once (each: its footer, its one row group); the others are not touched
-    # until the consumer gets to them.
-    assert early == 1 + 2 * prefetch, early
+    # The DV file, then the read-ahead window of num_threads() + 1 pieces (here
+    # one file each: its footer, its one row group), and the footers of the
+    # `prefetch` - 1 files opened ahead of it; the others are not touched until
+    # the consumer gets to them.
+    window = num_threads() + 1
+    assert early == 1 + min(window, FILES) + min(window + prefetch - 1, FILES), early
     rest = reader.read_all()
     full = _gets(t) - before
     assert full >= 1 + 2 * FILES
@@ -289,3 +292,93 @@ def test_masked_strings_in_every_encoding(tmp_path: Path) -> None:
         assert batch.column("d").to_pylist() == data.column("d").take(rows).to_pylist()
         assert batch.column("p").to_pylist() == data.column("p").take(rows).to_pylist()
         assert batch.column("f").to_pylist() == data.column("f").take(rows).to_pylist()
+
+
+def _scan_in_subprocess(root: Path, env: dict[str, str], code: str) -> Any:
+    """Run ``code`` (which prints one JSON line) in a fresh interpreter whose
+    environment adds ``env``, with ``root`` as ``ROOT``: a fresh runtime, sized
+    by ``DELTADV_NUM_THREADS`` from the start."""
+    import os
+    import subprocess
+    import sys
+
+    prelude = f"import json, deltadv\nROOT = {str(root)!r}\n"
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_threads_and_order_do_not_change_the_rows(tmp_path: Path, threads: int) -> None:
+    # 12 files of 4 row groups each, DVs in several files, one file all deleted:
+    # in order, the rows are those of the table in file order; unordered, the
+    # same rows (as a multiset); ScanTask.read likewise.
+    rows = 2000
+    deleted = {
+        1: [0, 5, 999, 1000, 1001],
+        4: list(range(0, rows)),
+        7: list(range(0, rows, 2)),
+        9: list(range(480, 1530)),
+    }
+    make_table(tmp_path / "t", files=FILES, rows_per_file=rows, deleted=deleted, row_group_size=500)
+    got = _scan_in_subprocess(
+        tmp_path / "t",
+        {"DELTADV_NUM_THREADS": str(threads)},
+        "t = deltadv.DeltaTable(ROOT)\n"
+        "ordered = t.scan().read_all().column('id').to_pylist()\n"
+        "unordered = t.scan(ordered=False).read_all().column('id').to_pylist()\n"
+        "task = [x for x in t.scan_tasks() if x.deleted_rows == 1050][0]\n"
+        "task_ids = task.read().read_all().column('id').to_pylist()\n"
+        "task_unordered = task.read(ordered=False).read_all().column('id').to_pylist()\n"
+        "print(json.dumps([deltadv.num_threads(), ordered, unordered, task_ids, task_unordered]))",
+    )
+    n, ordered, unordered, task_ids, task_unordered = got
+    want = _ids_without(deleted, rows=rows)
+    assert n == threads
+    assert ordered == want
+    assert sorted(unordered) == want and len(unordered) == len(want)
+    file9 = [9 * rows + r for r in range(rows) if not 480 <= r < 1530]
+    assert task_ids == file9
+    assert sorted(task_unordered) == file9
+
+
+def test_num_threads_setting(tmp_path: Path) -> None:
+    make_table(tmp_path / "t", files=2, rows_per_file=10, deleted={})
+    got = _scan_in_subprocess(
+        tmp_path / "t",
+        {"DELTADV_NUM_THREADS": "3"},
+        "from_env = deltadv.num_threads()\n"
+        "deltadv.set_num_threads(2)\n"  # before the runtime exists: any number
+        "deltadv.set_num_threads(5)\n"
+        "rows = deltadv.DeltaTable(ROOT).to_pyarrow_table().num_rows\n"  # built with 5
+        "deltadv.set_num_threads(1)\n"  # fewer: taken at once
+        "fewer = deltadv.num_threads()\n"
+        "rows_1 = deltadv.DeltaTable(ROOT).to_pyarrow_table().num_rows\n"
+        "try:\n"
+        "    deltadv.set_num_threads(6)\n"
+        "    more = 'accepted'\n"
+        "except ValueError as e:\n"
+        "    more = str(e)\n"
+        "print(json.dumps([from_env, rows, fewer, rows_1, more, deltadv.num_threads()]))",
+    )
+    from_env, rows, fewer, rows_1, more, after = got
+    assert from_env == 3
+    assert (rows, fewer, rows_1) == (20, 1, 20)
+    assert "5 worker threads" in more and "DELTADV_NUM_THREADS=6" in more, more
+    assert after == 1  # a refused setting changes nothing
+
+
+@pytest.mark.parametrize("bad", [0, -2])
+def test_num_threads_must_be_positive(bad: int) -> None:
+    import deltadv
+
+    before = deltadv.num_threads()
+    with pytest.raises(ValueError, match="at least 1"):
+        deltadv.set_num_threads(bad)
+    assert deltadv.num_threads() == before

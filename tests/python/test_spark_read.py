@@ -79,3 +79,22 @@ def test_unknown_column_fails_on_the_driver(spark: Any, golden: Path) -> None:
 def test_float_values_are_exact(spark: Any, golden: Path) -> None:
     df = dspark.read(spark, str(golden / "delta-kernel-rs/with-short-dv"), columns=["rand"])
     assert all(isinstance(r.rand, float) and not math.isnan(r.rand) for r in df.collect())
+
+
+def test_spark_tasks_work_with_the_task_cpus(spark: Any) -> None:
+    # A Spark task's Python worker sizes deltadv's threads to the task's CPUs
+    # (spark.task.cpus, 1 here), not to the machine's cores.
+    from deltadv.spark._tasks import task_threads
+
+    def body(batches: Any) -> Any:
+        import pyarrow as pa
+
+        import deltadv
+
+        task_threads()
+        for b in batches:
+            yield pa.record_batch([pa.array([deltadv.num_threads()] * b.num_rows)], names=["n"])
+
+    rows = spark.range(0, 4, 1, 2).mapInArrow(body, "n long").collect()
+    assert spark.conf.get("spark.task.cpus", "1") == "1"
+    assert sorted(r.n for r in rows) == [1, 1, 1, 1]

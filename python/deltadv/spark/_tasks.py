@@ -6,6 +6,7 @@ partitions as Spark packs files, the DataFrame of task rows, and the
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltadv import ChangeTask, CompactTask, ScanTask
+from deltadv import ChangeTask, CompactTask, ScanTask, set_num_threads
 from deltadv.spark.workers import require_workers
 
 if TYPE_CHECKING:
@@ -198,15 +199,37 @@ TASK_COLUMN = "task"
 Body = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
+def task_threads() -> None:
+    """Size deltadv's threads for this Spark task (on an executor): the CPUs
+    Spark gave it (``spark.task.cpus``, 1 by default), since each task is that
+    many cores' worth of work there; ``DELTADV_NUM_THREADS`` set in the
+    executor's environment wins. Nothing outside a Spark task."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None or os.environ.get("DELTADV_NUM_THREADS"):
+        return
+    cpus = getattr(context, "cpus", None)
+    try:
+        set_num_threads(max(1, int(cpus())) if callable(cpus) else 1)
+    except ValueError:
+        # A reused worker whose runtime was built by a task given fewer CPUs:
+        # it goes on with those (a matter of speed, not of results).
+        pass
+
+
 def task_reader(storage_options: dict[str, str]) -> Body:
     """The mapInArrow body: each input row is one task's JSON (no credentials);
-    yield its rows. ``storage_options`` travel inside this function (pickled with
-    it to the executors), never in the task rows."""
+    yield its rows, as they are decoded (their order within a partition does
+    not matter to Spark), on the task's threads (:func:`task_threads`).
+    ``storage_options`` travel inside this function (pickled with it to the
+    executors), never in the task rows."""
 
     def read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_threads()
         for batch in batches:
             for task in batch.column(TASK_COLUMN).to_pylist():
-                yield from ScanTask(task, storage_options).read()
+                yield from ScanTask(task, storage_options).read(ordered=False)
 
     return read_tasks
 
@@ -217,6 +240,7 @@ def compact_runner(table_uri: str, storage_options: dict[str, str]) -> Body:
     Storage options travel inside this function, never in the rows."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_threads()
         for batch in batches:
             for task in batch.column(TASK_COLUMN).to_pylist():
                 added = CompactTask(table_uri, task, storage_options).rewrite()
@@ -331,6 +355,7 @@ def change_writer(task: ChangeTask) -> Body:
     slot); one row with its result."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_threads()
         first = next(batches, None)
         if first is None:
             return

@@ -245,6 +245,7 @@ from deltadv.spark._tasks import (
     default_parallelism,
     pack,
     session_time_zone,
+    task_threads,
     to_arrow_schema,
 )
 from deltadv.spark._tasks import split_size as _session_split_size
@@ -688,8 +689,9 @@ class DeltaDVPlainReader(DataSourceReader):
         # Spark requires this exact Arrow schema (names, order, types, nullability).
         target = to_arrow_schema(self.schema)
         storage = _storage_options(self.options)
+        task_threads()
         for text in partition.value:
-            for batch in ScanTask(text, storage).read():
+            for batch in ScanTask(text, storage).read(ordered=False):
                 if batch.schema != target:
                     batch = pa.RecordBatch.from_arrays(
                         [batch.column(f.name).cast(f.type) for f in target], schema=target

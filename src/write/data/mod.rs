@@ -384,7 +384,9 @@ impl DataWriter {
 
     async fn write_part(&mut self, key: Vec<PartitionValue>, mut batch: RecordBatch) -> Result<()> {
         while batch.num_rows() > 0 {
-            let index = match self.open.iter().position(|f| f.key == key) {
+            // (Bound first: a scrutinee's borrow would live across the await.)
+            let found = self.open.iter().position(|f| f.key == key);
+            let index = match found {
                 Some(i) => i,
                 None => self.open_file(key.clone()).await?,
             };

@@ -639,7 +639,7 @@ async fn run_files(
             let (store, spec) = (store.clone(), spec.clone());
             crate::io::runtime::spawn(process_file(plan, chunk, pass, store, spec, file))
         })
-        .buffered(super::READ_CONCURRENCY);
+        .buffered(super::read_concurrency());
     while let Some(outcome) = outcomes.next().await {
         let o = outcome??;
         each(&o)?;
