@@ -103,3 +103,23 @@ def delta_history(spark: Any, path: Path) -> list[tuple[int, str, dict[str, str]
     """Delta Spark's history of ``path``: (version, operation, parameters), by version."""
     rows = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
     return sorted((r["version"], r["operation"], dict(r["operationParameters"])) for r in rows)
+
+
+def delta_append(spark: Any, path: str, start: int, end: int, files: int = 1) -> None:
+    """Delta Spark appends ids ``start..end`` (``id``, ``v = 'r<id>'``) in ``files`` files:
+    the commits the streaming tests script."""
+    (
+        spark.range(start, end, 1, files)
+        .selectExpr("id", "concat('r', cast(id as string)) as v")
+        .write.format("delta")
+        .mode("append")
+        .save(path)
+    )
+
+
+def create_stream_table(spark: Any, path: str) -> None:
+    """An empty ``(id BIGINT, v STRING)`` table with deletion vectors, created by Delta Spark."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
+        "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+    )

@@ -23,22 +23,13 @@ import pytest
 
 from deltadv import DeltaTable
 from deltadv.spark.datasource import register_data_source
+from tests.python.dml_tables import delta_append as _append
 
 Batches = list[tuple[int, list[tuple[Any, ...]]]]
 
 # The commits of the shared table (see `table`).
 V_CREATE, V_APPEND, V_APPEND_2, V_DV_DELETE, V_UPDATE, V_MERGE = range(6)
 V_OPTIMIZE, V_APPEND_3, V_DELTADV_DELETE, V_ADD_COLUMN, V_APPEND_4 = range(6, 11)
-
-
-def _append(spark: Any, path: str, start: int, end: int, files: int) -> None:
-    (
-        spark.range(start, end, 1, files)
-        .selectExpr("id", "concat('r', cast(id as string)) as v")
-        .write.format("delta")
-        .mode("append")
-        .save(path)
-    )
 
 
 def _version(spark: Any, path: str) -> int:

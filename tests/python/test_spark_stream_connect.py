@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.python.dml_tables import create_stream_table as _create
+from tests.python.dml_tables import delta_append as _append
 from tests.python.dml_tables import delta_history, delta_rows
 
 Batches = list[tuple[int, list[list[Any]]]]
@@ -59,23 +61,6 @@ for name, options in ARGS["runs"].items():
         errors[name] = str(e)
 print(json.dumps(errors))
 """
-
-
-def _append(spark: Any, path: str, start: int, end: int, files: int) -> None:
-    (
-        spark.range(start, end, 1, files)
-        .selectExpr("id", "concat('r', cast(id as string)) as v")
-        .write.format("delta")
-        .mode("append")
-        .save(path)
-    )
-
-
-def _create(spark: Any, path: str) -> None:
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
-        "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
-    )
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,8 @@ import pytest
 
 from deltadv import DeltaTable
 from deltadv.spark.datasource import register_data_source
+from tests.python.dml_tables import create_stream_table as _create
+from tests.python.dml_tables import delta_append as _append
 from tests.python.dml_tables import delta_history
 from tests.python.test_spark_stream_source import Batches, _failed_version, _run
 
@@ -36,23 +38,6 @@ from tests.python.test_spark_stream_source import Batches, _failed_version, _run
 V_APPEND_1, V_APPEND_2, V_UPDATE, V_APPEND_3, V_MERGE, V_MERGE_INSERT = 1, 2, 3, 4, 5, 6
 V_DELETE, V_OPTIMIZE, V_APPEND_4, V_DELETE_2, V_PURGE, V_APPEND_5 = 7, 8, 9, 10, 11, 12
 V_WHOLE_FILE_DELETE, V_APPEND_6 = 13, 14
-
-
-def _append(spark: Any, path: str, start: int, end: int, files: int = 1) -> None:
-    (
-        spark.range(start, end, 1, files)
-        .selectExpr("id", "concat('r', cast(id as string)) as v")
-        .write.format("delta")
-        .mode("append")
-        .save(path)
-    )
-
-
-def _create(spark: Any, path: str) -> None:
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta "
-        "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
-    )
 
 
 def _merge(spark: Any, path: str, ids: list[int], *, insert_only: bool) -> None:

@@ -23,22 +23,13 @@ import pytest
 
 from deltadv.spark.datasource import register_data_source
 from deltadv.write import write_table
+from tests.python.dml_tables import delta_append as _append
 
 Batches = list[tuple[int, list[tuple[Any, ...]]]]
 
 # The commits of the shared table (see `table`).
 V_CREATE, V_SPARK_APPEND, V_DV_APPEND, V_OPTIMIZE, V_APPEND, V_DV_DELETE = range(6)
 V_APPEND_2, V_WHOLE_FILE_DELETE, V_APPEND_3 = 6, 7, 8
-
-
-def _append(spark: Any, path: str, start: int, end: int, files: int) -> None:
-    (
-        spark.range(start, end, 1, files)
-        .selectExpr("id", "concat('r', cast(id as string)) as v")
-        .write.format("delta")
-        .mode("append")
-        .save(path)
-    )
 
 
 def _version(spark: Any, path: str) -> int:
