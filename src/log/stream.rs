@@ -131,6 +131,13 @@ fn version_of(v: i64) -> Result<u64> {
     u64::try_from(v).map_err(|_| Error::InvalidArgument(format!("invalid stream version {v}")))
 }
 
+/// A scan's inclusive bound as (version, index), from an end offset.
+pub(crate) fn offset_bound(bound: Option<&StreamOffset>) -> Result<Option<(u64, i64)>> {
+    bound
+        .map(|b| Ok((version_of(b.reservoir_version)?, b.index)))
+        .transpose()
+}
+
 /// The start of a scan from `start`. A query that has read nothing starts at
 /// `starting_version` (changes only), else at the snapshot of `init_version`
 /// (the table's version when the source was created) when looking for the
@@ -602,10 +609,7 @@ impl OffsetScan {
         bound: Option<&StreamOffset>,
         admission: Option<Admission>,
     ) -> Result<Self> {
-        let bound = match bound {
-            Some(b) => Some((version_of(b.reservoir_version)?, b.index)),
-            None => None,
-        };
+        let bound = offset_bound(bound)?;
         Ok(OffsetScan {
             start,
             bound,

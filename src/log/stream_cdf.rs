@@ -147,18 +147,7 @@ impl ChangeScan {
         bound: Option<&StreamOffset>,
         admission: Option<Admission>,
     ) -> Result<Self> {
-        let bound = match bound {
-            Some(b) => Some((
-                u64::try_from(b.reservoir_version).map_err(|_| {
-                    crate::Error::InvalidArgument(format!(
-                        "invalid stream version {}",
-                        b.reservoir_version
-                    ))
-                })?,
-                b.index,
-            )),
-            None => None,
-        };
+        let bound = stream::offset_bound(bound)?;
         Ok(ChangeScan {
             start,
             bound,

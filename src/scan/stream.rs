@@ -19,7 +19,8 @@ use crate::io::TableStore;
 use crate::log::actions::{self, Action, Add};
 use crate::log::path::LogPath;
 use crate::log::stream::{
-    self, Admission, ChangePolicy, IndexedFile, OffsetScan, ReadSchema, Step, StreamOffset,
+    self, Admission, ChangePolicy, IndexedFile, OffsetScan, ReadSchema, ScanStart, Step,
+    StreamOffset,
 };
 use crate::table::snapshot::{check_protocol, list_log, Snapshot};
 
@@ -60,6 +61,47 @@ pub enum ScanEnd<'a> {
     Batch(&'a StreamOffset),
 }
 
+/// What a scan from `start` to `end` starts with, for both kinds of stream
+/// (plain and change feed): the batch's end (for a batch), the bound, the
+/// admission limits, where the scan begins, and the schema it reads with.
+pub(crate) struct Setup<'a> {
+    pub batch_end: Option<&'a StreamOffset>,
+    pub bound: Option<&'a StreamOffset>,
+    pub admission: Option<Admission>,
+    pub begin: ScanStart,
+    pub read: ReadSchema<'a>,
+}
+
+impl<'a> Setup<'a> {
+    pub(crate) fn new(
+        source: &'a Snapshot,
+        start: &StreamOffset,
+        end: ScanEnd<'a>,
+        options: &StreamOptions,
+    ) -> Result<Setup<'a>> {
+        let (batch_end, bound, admission) = match end {
+            ScanEnd::Next { bound, admission } => (None, bound, admission),
+            ScanEnd::Batch(e) => (Some(e), Some(e), None),
+        };
+        let begin =
+            stream::scan_start(start, batch_end, options.starting_version, source.version())?;
+        let read = ReadSchema {
+            schema: source.schema(),
+            partition_columns: &source.metadata().partition_columns,
+            column_mapping: source.column_mapping(),
+            version: source.version(),
+            has_starting_option: options.starting_version.is_some(),
+        };
+        Ok(Setup {
+            batch_end,
+            bound,
+            admission,
+            begin,
+            read,
+        })
+    }
+}
+
 /// Scan the stream of the table `source` (the snapshot the stream reads with:
 /// its schema, its id; the table when the query was loaded) from `start` to
 /// `end`. `table_path` is named in errors.
@@ -71,19 +113,14 @@ pub async fn scan(
     table_path: &str,
 ) -> Result<StreamScan> {
     let table_id = source.metadata().id.clone();
-    let (batch_end, bound, admission) = match end {
-        ScanEnd::Next { bound, admission } => (None, bound, admission),
-        ScanEnd::Batch(e) => (Some(e), Some(e), None),
-    };
-    let begin = stream::scan_start(start, batch_end, options.starting_version, source.version())?;
+    let Setup {
+        batch_end,
+        bound,
+        admission,
+        begin,
+        read,
+    } = Setup::new(source, start, end, options)?;
     let mut offsets = OffsetScan::new(begin, bound, admission)?;
-    let read = ReadSchema {
-        schema: source.schema(),
-        partition_columns: &source.metadata().partition_columns,
-        column_mapping: source.column_mapping(),
-        version: source.version(),
-        has_starting_option: options.starting_version.is_some(),
-    };
     let mut taken: Vec<IndexedFile> = Vec::new();
     let mut last: Option<IndexedFile> = None;
     let mut take = |f: IndexedFile, offsets: &mut OffsetScan| -> bool {

@@ -17,7 +17,7 @@ use arrow_schema::{Schema, SchemaRef};
 use futures::StreamExt;
 
 use super::cdf::change_task;
-use super::stream::{commit_versions, read_commit, ScanEnd, StreamOptions};
+use super::stream::{commit_versions, read_commit, ScanEnd, Setup, StreamOptions};
 use super::task::{change_columns, ScanTask};
 use super::ScanSpec;
 use crate::error::{Error, Result};
@@ -25,7 +25,7 @@ use crate::log::actions::{self, Action, Add, Metadata};
 use crate::log::cdf;
 use crate::log::features::properties::ENABLE_CHANGE_DATA_FEED;
 use crate::log::path::LogPath;
-use crate::log::stream::{self, ReadSchema, StreamOffset};
+use crate::log::stream::{self, StreamOffset};
 use crate::log::stream_cdf::{self as changes, ChangeScan, IndexedChange};
 use crate::table::snapshot::{check_protocol, Snapshot};
 
@@ -79,19 +79,14 @@ pub async fn scan_changes(
     storage_options: &HashMap<String, String>,
 ) -> Result<ChangeStreamScan> {
     let table_id = source.metadata().id.clone();
-    let (batch_end, bound, admission) = match end {
-        ScanEnd::Next { bound, admission } => (None, bound, admission),
-        ScanEnd::Batch(e) => (Some(e), Some(e), None),
-    };
-    let begin = stream::scan_start(start, batch_end, options.starting_version, source.version())?;
+    let Setup {
+        batch_end,
+        bound,
+        admission,
+        begin,
+        read,
+    } = Setup::new(source, start, end, options)?;
     let mut scan = ChangeScan::new(begin, bound, admission)?;
-    let read = ReadSchema {
-        schema: source.schema(),
-        partition_columns: &source.metadata().partition_columns,
-        column_mapping: source.column_mapping(),
-        version: source.version(),
-        has_starting_option: options.starting_version.is_some(),
-    };
     let mut taken: Vec<Taken> = Vec::new();
     let mut last: Option<IndexedChange> = None;
     let mut record = |version: u64, got: Vec<IndexedChange>, ict: Option<i64>| {
