@@ -15,7 +15,7 @@ use arrow_schema::{Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 
 use super::task::{change_columns, ScanTask, TaskChange};
-use super::ScanSpec;
+use super::{ScanFile, ScanSpec};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Filter, Predicate};
 use crate::io::TableStore;
@@ -135,31 +135,25 @@ pub(crate) fn change_task(
     columns: Option<Vec<String>>,
     filter: Option<Filter>,
 ) -> ScanTask {
-    ScanTask {
-        table_uri: table_uri.to_string(),
-        storage_options: storage_options.clone(),
+    let whole = ScanFile {
         path: file.path,
         size: file.size,
         partition_values: file.partition_values,
         deletion_vector: None,
         row_groups: None,
-        schema_string: snapshot.metadata().schema_string.clone(),
-        partition_columns: snapshot.metadata().partition_columns.clone(),
-        column_mapping: snapshot.column_mapping().to_string(),
-        columns,
-        filter_rows: filter.is_some(),
-        filter,
-        with_metadata: false,
-        change: Some(TaskChange {
-            rows: file.rows,
-            commit_version: version,
-            commit_timestamp: timestamp,
-        }),
-        row_tracking: None,
         base_row_id: None,
         default_row_commit_version: None,
-        time_zone: None,
-    }
+    };
+    let mut task = ScanTask::of_file(snapshot, whole, table_uri, storage_options);
+    task.columns = columns;
+    task.filter_rows = filter.is_some();
+    task.filter = filter;
+    task.change = Some(TaskChange {
+        rows: file.rows,
+        commit_version: version,
+        commit_timestamp: timestamp,
+    });
+    task
 }
 
 /// Plan a change data feed read of the table at `store` (`table_uri` and
