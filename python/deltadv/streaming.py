@@ -44,8 +44,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-
 from deltadv.table import DeltaTable, ScanTask, _millis
 
 __all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "StreamSource"]
@@ -181,5 +179,5 @@ class StreamSource:
         """The stream's schema (the table's, as Arrow; with ``read_change_feed``,
         then ``_change_type``, ``_commit_version`` and ``_commit_timestamp``)."""
         if self.read_change_feed:
-            return pa.schema(self.table._raw.stream_change_schema())
+            return self.table.change_feed_schema()
         return self.table.schema()

@@ -382,6 +382,13 @@ class DeltaTable:
             raise ValueError(f"no column {missing[0]!r} in the table (columns: {schema.names})")
         return pa.schema([schema.field(c) for c in columns])
 
+    def change_feed_schema(self) -> pa.Schema:
+        """The Arrow schema of this version's change data feed rows: the table's
+        columns, then ``_change_type``, ``_commit_version`` and
+        ``_commit_timestamp`` (as :meth:`load_cdf` and a change-feed stream
+        return them)."""
+        return pa.schema(self._raw.stream_change_schema())
+
     def transaction_version(self, app_id: str) -> int | None:
         """The latest version the application ``app_id`` committed in a ``txn``
         action (a streaming query's last batch id written by the

@@ -291,6 +291,10 @@ def test_golden_cdf_table_with_dv(golden: Path) -> None:
     # No in-commit timestamps: the commit files' modification times, made monotonic.
     stamps = _monotonic_mtimes(root)
     assert {(r[2], r[3]) for r in rows} == {(v, stamps[v]) for v in range(7)}
+    # The schema the feed declares up front is the one it returns.
+    table = deltadv.DeltaTable(path)
+    assert table.change_feed_schema() == table.load_cdf(starting_version=0).schema
+    assert table.change_feed_schema().names == ["value", *CDF_NAMES]
     # Changes are per commit: every range is the commits it spans.
     for start in range(7):
         for end in range(start, 8):

@@ -101,7 +101,6 @@ APPENDED_AFTER_1 = [*range(0, 30), 60, 61, 62, *range(70, 80), *range(90, 95), *
 #: commit's timestamp ("at+1": 1 ms after it), with skipChangeCommits.
 CASES: list[tuple[str, dict[str, str], int | None, list[int] | None]] = [
     ("sv1-default", {"startingVersion": "1"}, V_UPDATE, None),
-    ("sv1-ignoreDeletes", {"startingVersion": "1", "ignoreDeletes": "true"}, V_UPDATE, None),
     ("sv1-maxFiles1", {"startingVersion": "1", "maxFilesPerTrigger": "1"}, V_UPDATE, None),
     ("sv1-skip", {"startingVersion": "1", "skipChangeCommits": "true"}, None, APPENDED_AFTER_1),
     (

@@ -568,8 +568,8 @@ class DeltaDVDataSource(DataSource):
         options = batch_options(self._options())
         if _stream_feed_schema(options):
             # the latest version's columns, as a range up to it has: no range to plan
-            schema = self._pinned(options)._raw.stream_change_schema()
-            return from_arrow_schema(pa.schema(schema), prefer_timestamp_ntz=True)
+            schema = self._pinned(options).change_feed_schema()
+            return from_arrow_schema(schema, prefer_timestamp_ntz=True)
         feed = _change_feed(options)
         if feed is not None:
             schema, _ = self._pinned(options).cdf_tasks(**feed)
