@@ -48,13 +48,17 @@ reported: the largest single worker and the largest sum at one instant.
 Threads (issue 28): deltadv decodes ``threads`` pieces of files (runs of row
 groups) at once, each at most ``READ_AHEAD_BYTES`` (4 MiB) of batches ahead of the
 reader, at most ``threads + 1`` pieces live; so its peak RSS is bounded by about
-``baseline + 48 MB + (threads + 1) x 2 x (4 MiB + C)``, ``C`` the largest row
+``baseline + 48 MB + (threads + 1) x 4 x (4 MiB + C)``, ``C`` the largest row
 group's compressed bytes (fetched whole before it is decoded): linear in the
-threads. Fitted at 1 and 2 threads (2-core machine): ~45 MB whatever the threads
-(the scan's DVs, footers, the runtime, the allocator), ~13 MB a live piece (what it
-holds beyond its budget: a batch waiting for its permit, the one the reader holds,
-decode buffers; what each worker thread's malloc arena keeps). For this table
-(``C`` = 3.7 MiB), 16 threads: baseline (~72 MB) + 48 + 17 x 15.4 = ~380 MB.
+threads. Fitted on a 16-core machine (issue 28, session 18; this table's
+``C`` = 3.7 MiB): peak 137 / 166 / 616 MB at 1 / 2 / 16 threads, ~30 MB a thread.
+A live piece holds its budget, a batch beyond it waiting for its permit, the
+reader's batch, its compressed row group and decode buffers; and each worker
+thread's glibc malloc arena keeps what its pieces freed: on 16 cores that is
+about a third of the figure (``MALLOC_ARENA_MAX=4`` in the environment: 494 ->
+352 MB on a 4-file table, for ~1.3x the wall time). At 16 threads this table
+needs baseline (~75 MB) + 48 + 17 x 30.8 = ~650 MB: the 512 MB goal holds up to
+about 10 threads (``DELTADV_NUM_THREADS``).
 ``--threads N`` runs every measurement with ``DELTADV_NUM_THREADS=N`` (default:
 the CPUs the process may use); the report prints the bound with this table's ``C``.
 
@@ -83,13 +87,14 @@ DV_PERCENT = {0: 5, 1: 1, 3: 10, 5: 2}  # file index -> % of its rows deleted
 GOAL_MB = 512
 READ_AHEAD_MB = 4  # deltadv's scan::READ_AHEAD_BYTES, per piece read ahead
 # The bound on deltadv's peak RSS: baseline + FIXED_MB + (threads + 1) x PIECE_FACTOR
-# x (READ_AHEAD_MB + C). Fitted on this table at 1 and 2 threads (2-core machine,
-# issue 28): +70 and +83 MB, i.e. ~45 MB whatever the threads (the scan's DVs,
-# footers, the runtime, the allocator) and ~13 MB a live piece = 1.7 x (4 MiB + C):
-# batches in flight beyond the budget (one waiting for its permit, one with the
-# reader), decode buffers, what each worker thread's malloc arena keeps.
+# x (READ_AHEAD_MB + C). Fitted on this table at 1, 2 and 16 threads on a 16-core
+# machine (issue 28): 137, 166 and 616 MB, baseline 75: ~45 MB whatever the threads
+# (the scan's DVs, footers, the runtime, the allocator) and up to ~30 MB a live piece
+# = 4 x (4 MiB + C): batches beyond the budget (one waiting for its permit, one with
+# the reader), the compressed row group, decode buffers, and what each worker
+# thread's malloc arena keeps (on 2 cores ~13 MB a piece: fewer pieces decode at once).
 FIXED_MB = 48
-PIECE_FACTOR = 2
+PIECE_FACTOR = 4
 CHUNK_ROW_GROUPS = 16  # row groups generated (and written) at a time
 WHOLE = ["deltadv-scan", "pyarrow-dataset", "duckdb-stream", "deltalake-stream"]
 ONE_FILE = ["deltadv-task", "pyarrow-file"]

@@ -1135,14 +1135,16 @@ pub const DEFAULT_PREFETCH_FILES: usize = 4;
 ///
 /// Memory: a scan with `threads` threads has at most `threads + 1` pieces
 /// live, so its peak RSS, beyond the process's baseline, is bounded by about
-/// `48 MB + (threads + 1) × 2 × (READ_AHEAD_BYTES + C)`, where `C` is the
+/// `48 MB + (threads + 1) × 4 × (READ_AHEAD_BYTES + C)`, where `C` is the
 /// compressed bytes of the largest row group's projected columns (fetched
 /// whole before decoding): linear in the threads. Fitted by
-/// benches/bench_stream_memory.py at 1 and 2 threads: ~45 MB whatever the
-/// threads (the scan's DVs, footers, the runtime, the allocator), ~13 MB a
-/// live piece for its table (C = 3.7 MiB; a piece holds a batch beyond its
-/// budget waiting for its permit, the consumer one more, decode buffers, and
-/// each worker's malloc arena keeps some): ~380 MB at 16 threads.
+/// benches/bench_stream_memory.py on a 16-core machine at 1, 2 and 16
+/// threads (137, 166 and 616 MB, baseline 75, C = 3.7 MiB): ~45 MB whatever
+/// the threads (the scan's DVs, footers, the runtime, the allocator), up to
+/// ~30 MB a live piece (its budget, a batch beyond it waiting for its permit,
+/// the consumer's batch, the compressed row group, decode buffers, and what
+/// each worker thread's glibc arena keeps of what it freed: about a third of
+/// the 16-thread figure).
 pub const READ_AHEAD_BYTES: usize = 4 << 20;
 
 /// Decoded bytes a piece may hold ahead of the consumer when the caller
