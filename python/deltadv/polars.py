@@ -1,0 +1,433 @@
+"""polars glue: a lazy scan of a Delta table through polars' IO-plugin API.
+
+``scan_delta`` is a drop-in for ``pl.scan_delta`` where the arguments apply
+(``version`` as a number or a point in time, ``storage_options``), and reads
+through deltadv: deletion vectors applied as files are read, column mapping,
+partition values. :func:`read_delta` is the eager form (``pl.read_delta``).
+
+What polars hands the source, and what is done with it:
+
+* **projection** (``with_columns``): only those columns are read
+  (``DeltaTable.scan(columns=...)``), plus the predicate's own;
+* **predicate**: polars does not filter again the rows of a source that accepts
+  a predicate, so the whole predicate is applied here: its top-level conjuncts
+  that map to deltadv's expression tree (a comparison of a column with a
+  literal, ``is_in``, ``is_between``, ``is_null``/``is_not_null``,
+  ``eq_missing``/``ne_missing``, and ``&``/``|``/``~`` of those) are handed to
+  the scan, where they skip partitions, files and row groups and drop rows;
+  then the whole predicate is evaluated by polars on each batch, so a predicate
+  that does not map (``pl.col("x") * 2 > 3``, string functions, ...) is still
+  applied, and applied once with polars' semantics;
+* **n_rows**: the scan stops after that many rows (after the predicate);
+* **batch_size**: a hint; batches longer than it are cut (zero-copy slices),
+  shorter ones are not merged.
+
+The predicate is read from its JSON form (``Expr.meta.serialize(format="json")``,
+polars >= 1.0); a node this module does not know is simply not pushed down.
+Literals are evaluated by polars itself, so their value and type are polars'.
+
+polars is an optional dependency: ``pip install 'deltadv[polars]'``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import inspect
+import io
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+try:
+    import polars as pl
+except ImportError as error:  # pragma: no cover - exercised in a subprocess
+    raise ImportError("deltadv.polars needs polars: pip install 'deltadv[polars]'") from error
+import pyarrow as pa
+
+from deltadv.exceptions import UnsupportedPredicateError
+from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
+from deltadv.table import DeltaTable
+
+__all__ = ["read_delta", "scan_delta", "to_filter"]
+
+#: A Delta table to read: a path or URI, or an open :class:`deltadv.DeltaTable`.
+Source = str | Path | DeltaTable
+
+
+def scan_delta(
+    source: Source,
+    *,
+    version: int | str | dt.datetime | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> pl.LazyFrame:
+    """A lazy scan of the Delta table at ``source`` (deletion vectors applied),
+    as ``pl.scan_delta`` gives it.
+
+    ``version`` time-travels: a version number, or the latest commit at or
+    before a point in time (``datetime``, naive = UTC, or ISO-8601 text).
+    ``storage_options`` takes deltalake's keys (see :class:`deltadv.DeltaTable`).
+    ``source`` may also be an open :class:`deltadv.DeltaTable`, read at its
+    loaded version (``version`` and ``storage_options`` must then be None).
+
+    The table's log is read now (its schema is the frame's schema); data files
+    are read when the frame is collected, with projection and predicate
+    pushdown and an early stop for ``head``/``limit`` (see the module docs).
+    """
+    table = _open(source, version, storage_options)
+    schema = polars_schema(table.schema())
+    names = list(schema.names())
+
+    def io_source(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        return _batches(table, names, schema, with_columns, predicate, n_rows, batch_size)
+
+    from polars.io.plugins import register_io_source
+
+    # the plan's label (polars >= 2.0; an older register_io_source has no such argument)
+    label = {
+        "explain_name": "deltadv",
+        "explain_detail": f"{table.table_uri} @ version {table.version()}",
+    }
+    accepted = inspect.signature(register_io_source).parameters
+    return register_io_source(
+        io_source,
+        schema=schema,
+        is_pure=True,
+        **{k: v for k, v in label.items() if k in accepted},
+    )
+
+
+def read_delta(
+    source: Source,
+    *,
+    version: int | str | dt.datetime | None = None,
+    columns: list[str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """The Delta table at ``source`` (deletion vectors applied) as a polars
+    DataFrame, as ``pl.read_delta`` reads it: ``columns`` (all when None) in
+    that order; ``version`` and ``storage_options`` as in :func:`scan_delta`."""
+    table = _open(source, version, storage_options)
+    return _frame(table.to_pyarrow_table(columns))
+
+
+def polars_schema(schema: pa.Schema) -> pl.Schema:
+    """An Arrow schema as the polars schema of the frames ``pl.from_arrow`` makes
+    of its batches."""
+    return _frame(schema.empty_table()).schema
+
+
+def to_filter(predicate: pl.Expr, schema: Mapping[str, Any]) -> Expression | None:
+    """The part of a polars ``predicate`` that deltadv's scan can apply, as an
+    expression tree (:mod:`deltadv.expressions`), or None when no part maps.
+
+    The predicate is split into its top-level conjuncts (``a & b & ...``) and
+    those that map entirely are ANDed, so every row the predicate keeps is
+    kept by the result (it may keep more: evaluate ``predicate`` on what it
+    returns). ``schema`` is the polars schema of the columns (names to
+    dtypes): a literal is handed over only where it fits its column's type.
+    """
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # an expression polars cannot serialize as JSON
+        return None
+    translator = _Translator(schema)
+    parts = [t for node in _conjuncts(tree) if (t := translator.tree(node)) is not None]
+    return conjunction(parts)
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def _open(
+    source: Source,
+    version: int | str | dt.datetime | None,
+    storage_options: Mapping[str, str] | None,
+) -> DeltaTable:
+    if isinstance(source, DeltaTable):
+        if version is not None or storage_options is not None:
+            raise ValueError(
+                "version and storage_options are for a table URI; an open DeltaTable "
+                "is read at its loaded version (use its load_as_version)"
+            )
+        return source
+    if not isinstance(source, str | Path):
+        raise TypeError(f"source must be a path, URI or DeltaTable, not {source!r}")
+    options = None if storage_options is None else dict(storage_options)
+    if version is None or (isinstance(version, int) and not isinstance(version, bool)):
+        return DeltaTable(str(source), version=version, storage_options=options)
+    table = DeltaTable(str(source), storage_options=options)
+    table.load_as_version(version)
+    return table
+
+
+def _frame(data: pa.Table | pa.RecordBatch) -> pl.DataFrame:
+    frame = pl.from_arrow(data, rechunk=False)
+    assert isinstance(frame, pl.DataFrame)  # a Table or RecordBatch gives a DataFrame
+    return frame
+
+
+def _scan(
+    table: DeltaTable, columns: list[str] | None, tree: Expression | None, limit: int | None
+) -> pa.RecordBatchReader:
+    """The table's rows (``columns``, matching ``tree``), at most ``limit`` of them."""
+    try:
+        reader = table.scan(columns, tree)
+    except UnsupportedPredicateError:
+        # a literal deltadv's strict binding refuses for its column (e.g. out of
+        # its range): polars applies the predicate in any case
+        reader = table.scan(columns)
+    return reader if limit is None else _limited(reader, limit)
+
+
+def _limited(reader: pa.RecordBatchReader, n: int) -> pa.RecordBatchReader:
+    """The first ``n`` rows of ``reader``, which is closed once they are read
+    (no batch beyond them is pulled)."""
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        left = n
+        try:
+            while left > 0:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                if batch.num_rows > left:
+                    batch = batch.slice(0, left)
+                left -= batch.num_rows
+                yield batch
+        finally:
+            reader.close()
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
+def _batches(
+    table: DeltaTable,
+    names: list[str],
+    schema: pl.Schema,
+    with_columns: list[str] | None,
+    predicate: pl.Expr | None,
+    n_rows: int | None,
+    batch_size: int | None,
+) -> Iterator[pl.DataFrame]:
+    """The frames of one collect: the projection and the predicate applied, at
+    most ``n_rows`` rows, cut to ``batch_size``."""
+    if n_rows == 0:
+        return
+    wanted = names if with_columns is None else list(with_columns)
+    read = list(wanted)
+    tree = None
+    if predicate is not None:
+        read += [c for c in predicate.meta.root_names() if c in schema and c not in read]
+        tree = to_filter(predicate, schema)
+    columns = None if read == names else read
+    # without a predicate the scan itself stops at n_rows; with one, the rows
+    # left after polars' filter are counted below
+    reader = _scan(table, columns, tree, n_rows if predicate is None else None)
+    left = n_rows
+    try:
+        for batch in reader:
+            frame = _frame(batch)
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if read != wanted:
+                frame = frame.select(wanted)
+            if left is not None:
+                frame = frame.head(left)
+                left -= frame.height
+            if batch_size and frame.height > batch_size:
+                yield from frame.iter_slices(batch_size)
+            elif frame.height:
+                yield frame
+            if left == 0:
+                break
+    finally:
+        reader.close()
+
+
+# --- predicate translation -------------------------------------------------------------
+
+#: polars' comparison operators (``Operator`` in its JSON) -> the tree's.
+_COMPARISONS = {
+    "Eq": "=",
+    "NotEq": "!=",
+    "Lt": "<",
+    "LtEq": "<=",
+    "Gt": ">",
+    "GtEq": ">=",
+    "EqValidity": "<=>",
+}
+#: The comparison with its sides swapped (``1 < x`` is ``x > 1``).
+_FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
+_AND = ("And", "LogicalAnd")
+_OR = ("Or", "LogicalOr")
+#: ``is_between``'s ``closed`` -> the operators of its two ends.
+_BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    """``a & b & ...`` (binary ANDs, ``pl.all_horizontal``) as its parts."""
+    binary = _one(node, "BinaryExpr")
+    if isinstance(binary, dict) and binary.get("op") in _AND:
+        return _conjuncts(binary.get("left")) + _conjuncts(binary.get("right"))
+    function = _one(node, "Function")
+    if isinstance(function, dict) and function.get("function") == {"Boolean": "AllHorizontal"}:
+        return [part for child in function.get("input", []) for part in _conjuncts(child)]
+    return [node]
+
+
+def _one(node: Any, kind: str) -> Any:
+    """The body of ``node`` when it is a ``{kind: body}`` node, else None."""
+    if isinstance(node, dict) and len(node) == 1:
+        return node.get(kind)
+    return None
+
+
+class _NotMapped(Exception):
+    """A node (or a part of it) with no equivalent in deltadv's tree."""
+
+
+class _Translator:
+    """polars' JSON expression nodes -> deltadv's tree, for the columns of ``schema``."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+
+    def tree(self, node: Any) -> Expression | None:
+        try:
+            return self._predicate(node)
+        except (_NotMapped, UnsupportedValue):
+            return None
+
+    def _predicate(self, node: Any) -> Expression:
+        binary = _one(node, "BinaryExpr")
+        if isinstance(binary, dict):
+            op = binary.get("op")
+            left, right = binary.get("left"), binary.get("right")
+            if op in _AND or op in _OR:
+                key = "and" if op in _AND else "or"
+                return {key: [self._predicate(left), self._predicate(right)]}
+            if op in _COMPARISONS:
+                return self._comparison(_COMPARISONS[op], left, right)
+            if op == "NotEqValidity":
+                return {"not": self._comparison("<=>", left, right)}
+            raise _NotMapped(op)
+        function = _one(node, "Function")
+        if isinstance(function, dict):
+            return self._function(function.get("function"), function.get("input") or [])
+        name = self._column(node)  # a boolean column as the predicate: its true rows
+        if self.schema[name] != pl.Boolean:
+            raise _NotMapped(node)
+        return {"cmp": {"op": "=", "left": column(name), "right": literal(True)}}
+
+    def _function(self, function: Any, inputs: list[Any]) -> Expression:
+        boolean = _one(function, "Boolean")
+        if boolean == "Not" and len(inputs) == 1:
+            return {"not": self._predicate(inputs[0])}
+        if boolean in ("IsNull", "IsNotNull") and len(inputs) == 1:
+            null: Expression = {"is_null": column(self._column(inputs[0]))}
+            return null if boolean == "IsNull" else {"not": null}
+        if boolean in ("AllHorizontal", "AnyHorizontal") and inputs:
+            key = "and" if boolean == "AllHorizontal" else "or"
+            return {key: [self._predicate(i) for i in inputs]}
+        is_in = _one(boolean, "IsIn")
+        if isinstance(is_in, dict) and len(inputs) == 2:
+            return self._is_in(is_in, inputs[0], inputs[1])
+        between = _one(boolean, "IsBetween")
+        if isinstance(between, dict) and len(inputs) == 3:
+            low, high = _BETWEEN[str(between.get("closed"))]
+            return {
+                "and": [
+                    self._comparison(low, inputs[0], inputs[1]),
+                    self._comparison(high, inputs[0], inputs[2]),
+                ]
+            }
+        raise _NotMapped(function)
+
+    def _is_in(self, options: dict[str, Any], value: Any, values: Any) -> Expression:
+        name = self._column(value)
+        items = self._value(values)
+        if not isinstance(items, list) or not items:
+            raise _NotMapped(values)
+        # SQL's ``x IN (1, NULL)`` is NULL where polars' is false (NOT differs),
+        # and ``nulls_equal`` matches a null value: neither is pushed down
+        if options.get("nulls_equal") or any(v is None for v in items):
+            raise _NotMapped(values)
+        return {"in": {"value": column(name), "list": [self._literal(name, v) for v in items]}}
+
+    def _comparison(self, op: str, left: Any, right: Any) -> Expression:
+        if _one(left, "Column") is None:
+            left, right, op = right, left, _FLIPPED[op]
+        name = self._column(left)
+        value = self._value(right)
+        if value is None and op != "<=>":
+            raise _NotMapped(right)  # a comparison with NULL: polars handles it
+        lit = {"literal": "null"} if value is None else self._literal(name, value)
+        return {"cmp": {"op": op, "left": column(name), "right": lit}}
+
+    def _column(self, node: Any) -> str:
+        name = _one(node, "Column")
+        if not isinstance(name, str) or name not in self.schema:
+            raise _NotMapped(node)
+        return name
+
+    def _value(self, node: Any) -> Any:
+        """A literal node's value, evaluated by polars (a list for a list literal)."""
+        if _one(node, "Literal") is None:
+            raise _NotMapped(node)
+        expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+        series = pl.select(expr).to_series()
+        if series.len() != 1:
+            raise _NotMapped(node)
+        dtype = series.dtype
+        if isinstance(dtype, pl.List | pl.Array):
+            inner = series.explode()
+            _check_precision(inner)
+            return inner.to_list()
+        _check_precision(series)
+        return series.item()
+
+    def _literal(self, name: str, value: Any) -> Expression:
+        if not _fits(self.schema[name], value):
+            raise _NotMapped(value)
+        return literal(value)
+
+
+def _check_precision(series: pl.Series) -> None:
+    """Nanosecond datetimes beyond whole microseconds have no Python value."""
+    dtype = series.dtype
+    if isinstance(dtype, pl.Datetime) and dtype.time_unit == "ns":
+        if ((series.to_physical().drop_nulls() % 1000) != 0).any():
+            raise _NotMapped(series)
+
+
+def _fits(dtype: Any, value: Any) -> bool:
+    """Whether ``value`` compares with a column of polars ``dtype`` as it would in
+    deltadv (Spark's rules): same kind of value, and for timestamps the same
+    kind (with or without a time zone)."""
+    if isinstance(value, bool):
+        return dtype == pl.Boolean
+    if isinstance(value, int):
+        return dtype.is_integer() or dtype.is_float() or dtype.is_decimal()
+    if isinstance(value, float):
+        return dtype.is_float()
+    if isinstance(value, decimal.Decimal):
+        return dtype.is_decimal()
+    if isinstance(value, str):
+        return dtype == pl.String
+    if isinstance(value, bytes):
+        return dtype == pl.Binary
+    if isinstance(value, dt.datetime):
+        if not isinstance(dtype, pl.Datetime):
+            return False
+        return (dtype.time_zone is None) == (value.tzinfo is None)
+    if isinstance(value, dt.date):
+        return dtype == pl.Date
+    return False
