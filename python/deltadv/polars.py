@@ -90,7 +90,7 @@ def scan_delta(
     from polars.io.plugins import register_io_source
 
     # the plan's label (polars >= 2.0; an older register_io_source has no such argument)
-    label = {
+    label: dict[str, Any] = {
         "explain_name": "deltadv",
         "explain_detail": f"{table.table_uri} @ version {table.version()}",
     }
@@ -380,9 +380,21 @@ class _Translator:
 
     def _value(self, node: Any) -> Any:
         """A literal node's value, evaluated by polars (a list for a list literal)."""
-        if _one(node, "Literal") is None:
+        body = _one(node, "Literal")
+        if body is None:
             raise _NotMapped(node)
-        expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+        for scalar in (_one(body, "Scalar"), _one(body, "Dyn")):
+            # polars writes NaN and infinities as JSON null: not the value itself
+            if isinstance(scalar, dict) and any(
+                k.startswith("Float") and v is None for k, v in scalar.items()
+            ):
+                raise _NotMapped(node)
+        try:
+            expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+        except Exception:
+            raise _NotMapped(node) from None
+        if json.loads(expr.meta.serialize(format="json")) != node:
+            raise _NotMapped(node)  # the JSON form did not hold the literal exactly
         series = pl.select(expr).to_series()
         if series.len() != 1:
             raise _NotMapped(node)
