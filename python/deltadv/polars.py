@@ -49,6 +49,7 @@ import pyarrow as pa
 from deltadv.exceptions import UnsupportedPredicateError
 from deltadv.expressions import Expression, UnsupportedValue, column, conjunction, literal
 from deltadv.table import DeltaTable
+from deltadv.typecheck import check_arg, check_str_list
 
 __all__ = ["read_delta", "scan_delta", "to_filter"]
 
@@ -113,6 +114,7 @@ def read_delta(
     """The Delta table at ``source`` (deletion vectors applied) as a polars
     DataFrame, as ``pl.read_delta`` reads it: ``columns`` (all when None) in
     that order; ``version`` and ``storage_options`` as in :func:`scan_delta`."""
+    check_str_list("columns", columns)
     table = _open(source, version, storage_options)
     return _frame(table.to_pyarrow_table(columns))
 
@@ -157,8 +159,9 @@ def _open(
                 "is read at its loaded version (use its load_as_version)"
             )
         return source
-    if not isinstance(source, str | Path):
-        raise TypeError(f"source must be a path, URI or DeltaTable, not {source!r}")
+    check_arg("source", source, (str, Path))
+    check_arg("version", version, (int, str, dt.datetime), optional=True)
+    check_arg("storage_options", storage_options, Mapping, optional=True)
     options = None if storage_options is None else dict(storage_options)
     if version is None or (isinstance(version, int) and not isinstance(version, bool)):
         return DeltaTable(str(source), version=version, storage_options=options)

@@ -381,6 +381,12 @@ def test_to_polars_read_delta_and_batch_size(deltalake_table: tuple[str, list[in
     assert sum(f.height for f in frames) == table.count()
     with pytest.raises(ValueError, match="open DeltaTable"):
         dpl.scan_delta(table, version=0)
+    with pytest.raises(TypeError, match=r"version must be int \| str \| datetime \| None"):
+        dpl.scan_delta(path, version=True)
+    with pytest.raises(TypeError, match=r"source must be str \| Path, not int"):
+        dpl.scan_delta(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="columns must be list"):
+        dpl.read_delta(path, columns="id")  # type: ignore[arg-type]
 
 
 # --- tables written by Delta Spark ------------------------------------------------------
