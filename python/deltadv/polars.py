@@ -325,17 +325,17 @@ class _Translator:
         function = _one(node, "Function")
         if isinstance(function, dict):
             return self._function(function.get("function"), function.get("input") or [])
-        name = self._column(node)  # a boolean column as the predicate: its true rows
-        if self.schema[name] != pl.Boolean:
+        path, dtype = self._column(node)  # a boolean column as the predicate: its true rows
+        if dtype != pl.Boolean:
             raise _NotMapped(node)
-        return {"cmp": {"op": "=", "left": column(name), "right": literal(True)}}
+        return {"cmp": {"op": "=", "left": column(path), "right": literal(True)}}
 
     def _function(self, function: Any, inputs: list[Any]) -> Expression:
         boolean = _one(function, "Boolean")
         if boolean == "Not" and len(inputs) == 1:
             return {"not": self._predicate(inputs[0])}
         if boolean in ("IsNull", "IsNotNull") and len(inputs) == 1:
-            null: Expression = {"is_null": column(self._column(inputs[0]))}
+            null: Expression = {"is_null": column(self._column(inputs[0])[0])}
             return null if boolean == "IsNull" else {"not": null}
         if boolean in ("AllHorizontal", "AnyHorizontal") and inputs:
             key = "and" if boolean == "AllHorizontal" else "or"
@@ -355,7 +355,7 @@ class _Translator:
         raise _NotMapped(function)
 
     def _is_in(self, options: dict[str, Any], value: Any, values: Any) -> Expression:
-        name = self._column(value)
+        path, dtype = self._column(value)
         items = self._value(values)
         if not isinstance(items, list) or not items:
             raise _NotMapped(values)
@@ -363,23 +363,43 @@ class _Translator:
         # and ``nulls_equal`` matches a null value: neither is pushed down
         if options.get("nulls_equal") or any(v is None for v in items):
             raise _NotMapped(values)
-        return {"in": {"value": column(name), "list": [self._literal(name, v) for v in items]}}
+        return {"in": {"value": column(path), "list": [_literal(dtype, v) for v in items]}}
 
     def _comparison(self, op: str, left: Any, right: Any) -> Expression:
-        if _one(left, "Column") is None:
+        if _one(left, "Literal") is not None:
             left, right, op = right, left, _FLIPPED[op]
-        name = self._column(left)
+        path, dtype = self._column(left)
         value = self._value(right)
         if value is None and op != "<=>":
             raise _NotMapped(right)  # a comparison with NULL: polars handles it
-        lit = {"literal": "null"} if value is None else self._literal(name, value)
-        return {"cmp": {"op": op, "left": column(name), "right": lit}}
+        lit = {"literal": "null"} if value is None else _literal(dtype, value)
+        return {"cmp": {"op": op, "left": column(path), "right": lit}}
 
-    def _column(self, node: Any) -> str:
+    def _column(self, node: Any) -> tuple[list[str], Any]:
+        """A column reference (a top-level column, a field of a struct column,
+        an integer column cast to Float64 as polars casts it to compare it with
+        a float): its path and the type it compares as."""
         name = _one(node, "Column")
-        if not isinstance(name, str) or name not in self.schema:
+        if isinstance(name, str):
+            if name not in self.schema:
+                raise _NotMapped(node)
+            return [name], self.schema[name]
+        function = _one(node, "Function")
+        if isinstance(function, dict) and len(function.get("input") or []) == 1:
+            field = _one(_one(function.get("function"), "StructExpr"), "FieldByName")
+            path, dtype = self._column(function["input"][0])
+            if isinstance(field, str) and isinstance(dtype, pl.Struct):
+                fields = {f.name: f.dtype for f in dtype.fields}
+                if field in fields:
+                    return [*path, field], fields[field]
             raise _NotMapped(node)
-        return name
+        cast = _one(node, "Cast")
+        if isinstance(cast, dict) and cast.get("dtype") == {"Literal": "Float64"}:
+            # deltadv compares an integer with a double as doubles, as polars does here
+            path, dtype = self._column(cast.get("expr"))
+            if dtype.is_integer():
+                return path, pl.Float64
+        raise _NotMapped(node)
 
     def _value(self, node: Any) -> Any:
         """A literal node's value, evaluated by polars (a list for a list literal)."""
@@ -409,10 +429,11 @@ class _Translator:
         _check_precision(series)
         return series.item()
 
-    def _literal(self, name: str, value: Any) -> Expression:
-        if not _fits(self.schema[name], value):
-            raise _NotMapped(value)
-        return literal(value)
+
+def _literal(dtype: Any, value: Any) -> Expression:
+    if not _fits(dtype, value):
+        raise _NotMapped(value)
+    return literal(value)
 
 
 def _check_precision(series: pl.Series) -> None:

@@ -47,15 +47,23 @@ COMPARABLE = (
 
 
 def _comparable(dtype: Any) -> bool:
+    if isinstance(dtype, pl.Struct):  # a struct's fields are compared
+        return any(_comparable(f.dtype) for f in dtype.fields)
     return dtype in COMPARABLE or isinstance(dtype, pl.Datetime | pl.Decimal)
 
 
 def _leaf(rng: random.Random, frame: Any, name: str) -> Any:
-    """A random predicate on column ``name`` over values the column holds;
-    some map to deltadv's tree, some (arithmetic, string functions) do not."""
+    """A random predicate on column ``name`` (or a field of it) over values the
+    column holds; some map to deltadv's tree, some (arithmetic, string
+    functions) do not."""
     col = pl.col(name)
     dtype = frame.schema[name]
-    values = [v for v in frame[name].to_list() if v is not None]
+    series = frame[name]
+    if isinstance(dtype, pl.Struct):
+        field = rng.choice([f for f in dtype.fields if _comparable(f.dtype)])
+        col, dtype = col.struct.field(field.name), field.dtype
+        series = series.struct.field(field.name)
+    values = [v for v in series.to_list() if v is not None]
     if not values:
         return col.is_null() if rng.random() < 0.5 else col.is_not_null()
     v = rng.choice(values)
@@ -341,6 +349,8 @@ def test_what_is_pushed_down(
         "not": ~(pl.col("p") == "a"),
         "between": pl.col("id").is_between(10, 40, closed="left"),
         "eq_missing": pl.col("i32").eq_missing(pl.lit(None, pl.Int32)),
+        "int as double": pl.col("i32") > 2.5,
+        "struct field": pl.col("st").struct.field("x") >= 30,
     }
     not_mapped = {
         "arith": pl.col("i32") * 2 > 3,
