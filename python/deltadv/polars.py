@@ -14,7 +14,8 @@ What polars hands the source, and what is done with it:
   that map to deltadv's expression tree (a comparison of a column with a
   literal, ``is_in``, ``is_between``, ``is_null``/``is_not_null``,
   ``eq_missing``/``ne_missing``, and ``&``/``|``/``~`` of those) are handed to
-  the scan, where they skip partitions, files and row groups and drop rows;
+  the scan (of an AND, the parts that map, also inside an OR), where they
+  skip partitions, files and row groups and drop rows;
   then the whole predicate is evaluated by polars on each batch, so a predicate
   that does not map (``pl.col("x") * 2 > 3``, string functions, ...) is still
   applied, and applied once with polars' semantics;
@@ -125,21 +126,27 @@ def polars_schema(schema: pa.Schema) -> pl.Schema:
     return _frame(schema.empty_table()).schema
 
 
-def to_filter(predicate: pl.Expr, schema: Mapping[str, Any]) -> Expression | None:
+def to_filter(
+    predicate: pl.Expr, schema: Mapping[str, Any], *, exact: bool = False
+) -> Expression | None:
     """The part of a polars ``predicate`` that deltadv's scan can apply, as an
     expression tree (:mod:`deltadv.expressions`), or None when no part maps.
 
-    The predicate is split into its top-level conjuncts (``a & b & ...``) and
-    those that map entirely are ANDed, so every row the predicate keeps is
-    kept by the result (it may keep more: evaluate ``predicate`` on what it
-    returns). ``schema`` is the polars schema of the columns (names to
-    dtypes): a literal is handed over only where it fits its column's type.
+    Every row the predicate keeps is kept by the result, which may keep more
+    (evaluate ``predicate`` on what it returns): of an AND, the parts that map
+    are kept (at the top, and inside an OR: ``(a & f(x)) | b`` gives ``a | b``);
+    an OR maps when all its operands do, a NOT when its operand maps whole.
+    ``schema`` is the polars schema of the columns (names to dtypes): a
+    literal is handed over only where it fits its column's type. With
+    ``exact``, the tree of the whole predicate (the same rows), or None.
     """
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # an expression polars cannot serialize as JSON
         return None
     translator = _Translator(schema)
+    if exact:
+        return translator.tree(tree, exact=True)
     parts = [t for node in _conjuncts(tree) if (t := translator.tree(node)) is not None]
     return conjunction(parts)
 
@@ -303,20 +310,33 @@ class _Translator:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
 
-    def tree(self, node: Any) -> Expression | None:
+    def tree(self, node: Any, exact: bool = False) -> Expression | None:
+        """``node`` as a tree that holds for every row ``node`` holds for (it may
+        hold for more: an AND keeps the parts that map) or, with ``exact``,
+        for exactly those rows; None when there is none."""
         try:
-            return self._predicate(node)
+            return self._predicate(node, exact)
         except (_NotMapped, UnsupportedValue):
             return None
 
-    def _predicate(self, node: Any) -> Expression:
+    def _all(self, nodes: list[Any], exact: bool) -> Expression:
+        """The AND of ``nodes``: of those that map, unless ``exact``."""
+        if exact:
+            return {"and": [self._predicate(n, exact) for n in nodes]}
+        parts = [t for n in nodes if (t := self.tree(n)) is not None]
+        if not parts:
+            raise _NotMapped(nodes)
+        return parts[0] if len(parts) == 1 else {"and": parts}
+
+    def _predicate(self, node: Any, exact: bool) -> Expression:
         binary = _one(node, "BinaryExpr")
         if isinstance(binary, dict):
             op = binary.get("op")
             left, right = binary.get("left"), binary.get("right")
-            if op in _AND or op in _OR:
-                key = "and" if op in _AND else "or"
-                return {key: [self._predicate(left), self._predicate(right)]}
+            if op in _AND:
+                return self._all([left, right], exact)
+            if op in _OR:
+                return {"or": [self._predicate(left, exact), self._predicate(right, exact)]}
             if op in _COMPARISONS:
                 return self._comparison(_COMPARISONS[op], left, right)
             if op == "NotEqValidity":
@@ -324,22 +344,24 @@ class _Translator:
             raise _NotMapped(op)
         function = _one(node, "Function")
         if isinstance(function, dict):
-            return self._function(function.get("function"), function.get("input") or [])
+            return self._function(function.get("function"), function.get("input") or [], exact)
         path, dtype = self._column(node)  # a boolean column as the predicate: its true rows
         if dtype != pl.Boolean:
             raise _NotMapped(node)
         return {"cmp": {"op": "=", "left": column(path), "right": literal(True)}}
 
-    def _function(self, function: Any, inputs: list[Any]) -> Expression:
+    def _function(self, function: Any, inputs: list[Any], exact: bool) -> Expression:
         boolean = _one(function, "Boolean")
         if boolean == "Not" and len(inputs) == 1:
-            return {"not": self._predicate(inputs[0])}
+            # NOT of a weaker tree would be stronger: the operand must map exactly
+            return {"not": self._predicate(inputs[0], True)}
         if boolean in ("IsNull", "IsNotNull") and len(inputs) == 1:
             null: Expression = {"is_null": column(self._column(inputs[0])[0])}
             return null if boolean == "IsNull" else {"not": null}
-        if boolean in ("AllHorizontal", "AnyHorizontal") and inputs:
-            key = "and" if boolean == "AllHorizontal" else "or"
-            return {key: [self._predicate(i) for i in inputs]}
+        if boolean == "AllHorizontal" and inputs:
+            return self._all(inputs, exact)
+        if boolean == "AnyHorizontal" and inputs:
+            return {"or": [self._predicate(i, exact) for i in inputs]}
         is_in = _one(boolean, "IsIn")
         if isinstance(is_in, dict) and len(inputs) == 2:
             return self._is_in(is_in, inputs[0], inputs[1])

@@ -116,8 +116,9 @@ def _predicate(rng: random.Random, frame: Any, names: list[str], depth: int = 0)
 def check_random_scans(table: DeltaTable, rng: random.Random, cases: int) -> int:
     """``cases`` random (projection, predicate, n_rows) scans of ``table`` through
     ``scan_delta`` equal the same query run by polars over
-    ``to_pyarrow_table``'s rows (in order: both scans keep file and row order).
-    Returns how many predicates were pushed down (in part or whole)."""
+    ``to_pyarrow_table``'s rows (in order: both scans keep file and row order);
+    a predicate that maps whole, given to deltadv alone, keeps the rows polars
+    keeps. Returns how many predicates were pushed down (in part or whole)."""
     full = dpl.polars_schema(table.schema())
     want_all = pl.from_arrow(table.to_pyarrow_table())
     assert isinstance(want_all, pl.DataFrame)
@@ -133,13 +134,16 @@ def check_random_scans(table: DeltaTable, rng: random.Random, cases: int) -> int
         if comparable and rng.random() < 0.8:
             predicate = _predicate(rng, want_all, comparable)
             pushed += dpl.to_filter(predicate, full) is not None
+            if (exact := dpl.to_filter(predicate, full, exact=True)) is not None:
+                alone = pl.from_arrow(table.to_pyarrow_table(filter=exact))
+                assert_frame_equal(alone, want_all.filter(predicate))
             query, want = query.filter(predicate), want.filter(predicate)
         query, want = query.select(columns), want.select(columns)
         if rng.random() < 0.3:
             n = rng.randint(0, 5)
             query, want = query.head(n), want.head(n)
         got = query.collect()
-        assert_frame_equal(got, want), (table, query.explain())
+        assert_frame_equal(got, want)
     return pushed
 
 
@@ -264,7 +268,7 @@ def deltalake_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list
     for v in range(3):
         mode = "overwrite" if v == 1 else "append"
         deltalake.write_deltalake(path, _typed_rows(60, v), mode=mode, partition_by=["p"])
-        time.sleep(0.05)  # distinct commit times
+        time.sleep(0.3)  # commit times well apart (see test_time_travel_by_datetime)
     history = DeltaTable(path).history()
     return path, [h["timestamp"] for h in sorted(history, key=lambda h: h["version"])]
 
@@ -309,10 +313,13 @@ def test_time_travel_by_datetime(deltalake_table: tuple[str, list[int]]) -> None
     path, stamps = deltalake_table
     for v, ms in enumerate(stamps):
         when = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+        # halfway to the next commit: deltalake may go by the commit file's time,
+        # a few ms after the commitInfo timestamp deltadv goes by
+        later = when + dt.timedelta(milliseconds=100)
         want = _sorted(pl.from_arrow(DeltaTable(path, version=v).to_pyarrow_table()))
-        for point in (when, when.replace(tzinfo=None), when.isoformat()):
+        for point in (when, when.replace(tzinfo=None), when.isoformat(), later):
             assert_frame_equal(_sorted(dpl.scan_delta(path, version=point).collect()), want)
-        assert_frame_equal(_sorted(pl.scan_delta(path, version=when).collect()), want)
+        assert_frame_equal(_sorted(pl.scan_delta(path, version=later).collect()), want)
         assert_frame_equal(
             _sorted(dpl.read_delta(path, version=when, columns=["id"])), want.select("id")
         )
@@ -367,12 +374,20 @@ def test_what_is_pushed_down(
             got = dpl.scan_delta(path).filter(predicate).collect()
             assert_frame_equal(got, want_all.filter(predicate))
             assert len(seen) == 1 and (seen[0] is not None) == expect_tree, (kind, seen)
-    # a conjunct that maps is pushed down next to one that does not
-    seen.clear()
-    dpl.scan_delta(path).filter((pl.col("p") == "c") & (pl.col("i32") * 2 > 3)).collect()
-    assert seen == [
-        {"cmp": {"op": "=", "left": {"column": ["p"]}, "right": {"literal": {"string": "c"}}}}
-    ]
+    # of an AND, the part that maps is pushed down, also inside an OR; not under a NOT
+    p_is_c = {"cmp": {"op": "=", "left": {"column": ["p"]}, "right": {"literal": {"string": "c"}}}}
+    big = {"cmp": {"op": ">", "left": {"column": ["id"]}, "right": {"literal": {"number": "40"}}}}
+    partial = (pl.col("p") == "c") & (pl.col("i32") * 2 > 3)
+    for predicate, tree in (
+        (partial, p_is_c),
+        (partial | (pl.col("id") > 40), {"or": [p_is_c, big]}),
+        (~partial, None),
+        (partial | pl.col("s").str.contains("y"), None),
+    ):
+        seen.clear()
+        got = dpl.scan_delta(path).filter(predicate).collect()
+        assert_frame_equal(got, want_all.filter(predicate))
+        assert seen == [tree], predicate
 
 
 def test_to_polars_read_delta_and_batch_size(deltalake_table: tuple[str, list[int]]) -> None:
