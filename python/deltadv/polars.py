@@ -10,22 +10,26 @@ What polars hands the source, and what is done with it:
 * **projection** (``with_columns``): only those columns are read
   (``DeltaTable.scan(columns=...)``), plus the predicate's own;
 * **predicate**: polars does not filter again the rows of a source that accepts
-  a predicate, so the whole predicate is applied here: its top-level conjuncts
-  that map to deltadv's expression tree (a comparison of a column with a
-  literal, ``is_in``, ``is_between``, ``is_null``/``is_not_null``,
-  ``eq_missing``/``ne_missing``, and ``&``/``|``/``~`` of those) are handed to
-  the scan (of an AND, the parts that map, also inside an OR), where they
-  skip partitions, files and row groups and drop rows;
-  then the whole predicate is evaluated by polars on each batch, so a predicate
-  that does not map (``pl.col("x") * 2 > 3``, string functions, ...) is still
-  applied, and applied once with polars' semantics;
+  a predicate, so the whole predicate is applied here. What maps to deltadv's
+  expression tree -- a comparison of a column (or a struct field) with a
+  literal of any type deltadv filters on, ``is_in``, ``is_between``,
+  ``is_null``/``is_not_null``, ``eq_missing``/``ne_missing``, a boolean
+  column, and ``&``/``|``/``~`` of those; of an AND, the parts that map, also
+  inside an OR (see :func:`to_filter`) -- is handed to the scan, where it skips
+  partitions, files and row groups and drops rows; then the whole predicate is
+  evaluated by polars on each batch, so what does not map
+  (``pl.col("x") * 2 > 3``, string functions, two columns, ...) is applied too,
+  with polars' semantics;
 * **n_rows**: the scan stops after that many rows (after the predicate);
 * **batch_size**: a hint; batches longer than it are cut (zero-copy slices),
   shorter ones are not merged.
 
-The predicate is read from its JSON form (``Expr.meta.serialize(format="json")``,
-polars >= 1.0); a node this module does not know is simply not pushed down.
-Literals are evaluated by polars itself, so their value and type are polars'.
+The predicate is read from its JSON form (``Expr.meta.serialize(format="json")``;
+written against polars 2.1): a node this module does not know is not pushed
+down, so a polars version that spells a node differently loses pushdown, never
+rows. Literals are evaluated by polars itself (the node deserialized and
+selected), so their value and type are polars'; one whose JSON form does not
+round-trip exactly (NaN and infinities are written as null) is not pushed down.
 
 polars is an optional dependency: ``pip install 'deltadv[polars]'``.
 """
@@ -52,7 +56,7 @@ from deltadv.expressions import Expression, UnsupportedValue, column, conjunctio
 from deltadv.table import DeltaTable
 from deltadv.typecheck import check_arg, check_str_list
 
-__all__ = ["read_delta", "scan_delta", "to_filter"]
+__all__ = ["polars_schema", "read_delta", "scan_delta", "to_filter"]
 
 #: A Delta table to read: a path or URI, or an open :class:`deltadv.DeltaTable`.
 Source = str | Path | DeltaTable
@@ -70,8 +74,9 @@ def scan_delta(
     ``version`` time-travels: a version number, or the latest commit at or
     before a point in time (``datetime``, naive = UTC, or ISO-8601 text).
     ``storage_options`` takes deltalake's keys (see :class:`deltadv.DeltaTable`).
-    ``source`` may also be an open :class:`deltadv.DeltaTable`, read at its
-    loaded version (``version`` and ``storage_options`` must then be None).
+    ``source`` may also be an open :class:`deltadv.DeltaTable`, read at the
+    version it has loaded when the frame is collected (``version`` and
+    ``storage_options`` must then be None).
 
     The table's log is read now (its schema is the frame's schema); data files
     are read when the frame is collected, with projection and predicate
@@ -145,9 +150,12 @@ def to_filter(
     except Exception:  # an expression polars cannot serialize as JSON
         return None
     translator = _Translator(schema)
-    if exact:
-        return translator.tree(tree, exact=True)
-    parts = [t for node in _conjuncts(tree) if (t := translator.tree(node)) is not None]
+    try:
+        if exact:
+            return translator.tree(tree, exact=True)
+        parts = [t for node in _conjuncts(tree) if (t := translator.tree(node)) is not None]
+    except Exception:  # JSON of a shape this module does not expect: no pushdown
+        return None
     return conjunction(parts)
 
 
@@ -367,7 +375,10 @@ class _Translator:
             return self._is_in(is_in, inputs[0], inputs[1])
         between = _one(boolean, "IsBetween")
         if isinstance(between, dict) and len(inputs) == 3:
-            low, high = _BETWEEN[str(between.get("closed"))]
+            ends = _BETWEEN.get(str(between.get("closed")))
+            if ends is None:
+                raise _NotMapped(between)
+            low, high = ends
             return {
                 "and": [
                     self._comparison(low, inputs[0], inputs[1]),
