@@ -21,8 +21,8 @@ What polars hands the source, and what is done with it:
   (``pl.col("x") * 2 > 3``, string functions, two columns, ...) is applied too,
   with polars' semantics;
 * **n_rows**: the scan stops after that many rows (after the predicate);
-* **batch_size**: a hint; batches longer than it are cut (zero-copy slices),
-  shorter ones are not merged.
+* **batch_size**: the rows of each frame: the scan's batches are gathered
+  into frames of that size (and longer ones cut), without copying.
 
 The predicate is read from its JSON form (``Expr.meta.serialize(format="json")``;
 written against polars 2.1): a node this module does not know is not pushed
@@ -57,6 +57,9 @@ from deltadv.table import DeltaTable
 from deltadv.typecheck import check_arg, check_str_list
 
 __all__ = ["polars_schema", "read_delta", "scan_delta", "to_filter"]
+
+#: Rows per frame when polars gives no ``batch_size``.
+DEFAULT_BATCH_ROWS = 100_000
 
 #: A Delta table to read: a path or URI, or an open :class:`deltadv.DeltaTable`.
 Source = str | Path | DeltaTable
@@ -226,6 +229,21 @@ def _limited(reader: pa.RecordBatchReader, n: int) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
+def _gathered(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
+    """``reader``'s batches as tables of at least ``rows`` rows (the last one
+    shorter), without copying."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in reader:
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending, reader.schema)
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending, reader.schema)
+
+
 def _batches(
     table: DeltaTable,
     names: list[str],
@@ -250,9 +268,13 @@ def _batches(
     # left after polars' filter are counted below
     reader = _scan(table, columns, tree, n_rows if predicate is None else None)
     left = n_rows
+    # batches are gathered into frames of about batch_size rows, so polars'
+    # per-frame work (the filter) runs on few large frames; with n_rows, frame
+    # by frame, to stop as soon as the rows are there
+    rows = 1 if n_rows is not None else batch_size or DEFAULT_BATCH_ROWS
     try:
-        for batch in reader:
-            frame = _frame(batch)
+        for data in _gathered(reader, rows):
+            frame = _frame(data)
             if predicate is not None:
                 frame = frame.filter(predicate)
             if read != wanted:
