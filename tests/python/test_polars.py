@@ -31,7 +31,7 @@ from polars.testing import assert_frame_equal  # noqa: E402
 
 import deltadv.polars as dpl  # noqa: E402
 
-#: Types a random predicate compares (nested columns are only projected).
+#: Types a random predicate compares (and fields of structs; lists and maps are only projected).
 COMPARABLE = (
     pl.Int8,
     pl.Int16,
