@@ -1373,6 +1373,19 @@ class DeltaTable:
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
 
+    def to_polars(self, columns: list[str] | None = None, filter: Filter | None = None) -> Any:
+        """The table's rows (DVs applied) as a polars DataFrame (``columns``,
+        ``filter``: see :meth:`scan`; needs polars: ``pip install
+        'deltadv[polars]'``). A lazy frame with polars predicates:
+        ``deltadv.polars.scan_delta(table)``."""
+        try:
+            import polars as pl
+        except ImportError as error:
+            raise ImportError(
+                "DeltaTable.to_polars needs polars: pip install 'deltadv[polars]'"
+            ) from error
+        return pl.from_arrow(self.to_pyarrow_table(columns, filter), rechunk=False)
+
 
 def _partition_filter(filters: PartitionFilters | None) -> tuple[str | None, str | None]:
     """Partition filters as the native calls take them: (SQL text, tree JSON);

@@ -234,6 +234,16 @@ def test_spark_glue_uses_only_the_public_api() -> None:
         assert _private_uses(source) == [], name
 
 
+#: polars glue (issue 28): plain Python over the public API, like the Spark glue.
+POLARS_GLUE = "polars.py"
+
+
+def test_polars_glue_uses_only_the_public_api() -> None:
+    source = (PACKAGE / POLARS_GLUE).read_text()
+    assert "from deltadv.table import DeltaTable" in source  # the check reads the real module
+    assert _private_uses(source) == []
+
+
 def test_the_public_api_check_sees_private_uses() -> None:
     bad = (
         "from deltadv._core import prepare_delete\n"
@@ -433,7 +443,15 @@ def _json_parses(tree: ast.AST) -> list[str]:
 #: as dicts (its public API), the Spark MERGE and write_table read back JSON their
 #: own executor code wrote, ``_sample.py`` edits stats of a sample table.
 #: spark/datasource.py: the ``partitionBy`` option given as a JSON list.
-JSON_READERS = {"write.py", "spark/merge.py", "spark/dml.py", "spark/datasource.py", "_sample.py"}
+#: polars.py: a polars predicate in polars' own JSON form (``Expr.meta.serialize``).
+JSON_READERS = {
+    "write.py",
+    "spark/merge.py",
+    "spark/dml.py",
+    "spark/datasource.py",
+    "_sample.py",
+    "polars.py",
+}
 
 
 def test_no_python_module_parses_task_json() -> None:
