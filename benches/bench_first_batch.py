@@ -1,5 +1,5 @@
-"""First rows of a large table with deletion vectors: ``head(5)`` latency, and lazy
-polars scans.
+"""First rows of a large table with deletion vectors: ``head(5)`` latency, against polars
+and deltalake.
 
 Builds (or reuses, under ``--dir``) two Delta tables written with pyarrow and
 deltadv: ``big``, ``--files`` small parquet files (default 10,000 x 100 rows,
@@ -33,14 +33,10 @@ Goals (issue 28): on ``big``, deltadv's ``head(5)`` (both ways) under 0.5 s with
 at most 2 data-file and 2 DV-file GETs after the snapshot load; on ``subset``,
 deltadv / the fastest peer <= 0.5.
 
-``--lazy-scan DIR`` also times full lazy scans with a selective predicate and
-2 of the 5 columns on bench_scan.py's tables in DIR (``full`` and ``dv10``; build
-them with bench_scan.py first): ``deltadv.polars.scan_delta(t).filter(pl.col("k")
-< 10).select("id", "x").collect()`` against ``pl.scan_delta`` with the same
-query, best of ``--repeat`` alternating rounds (goal deltadv / polars <= 0.8).
+Lazy polars scans of whole tables: benches/bench_polars.py.
 
 Run:  .venv/bin/python benches/bench_first_batch.py [--dir /tmp/deltadv-bench-first-batch]
-      [--files 10000] [--subset 500] [--cap 60] [--no-s3] [--lazy-scan /tmp/deltadv-bench-scan]
+      [--files 10000] [--subset 500] [--cap 60] [--no-s3]
 """
 
 from __future__ import annotations
@@ -205,45 +201,6 @@ def check(ids: list[int], deleted: np.ndarray, rows: int, ordered: bool) -> str:
     return "ok"
 
 
-# --------------------------------------------------------------------------- lazy scans
-
-
-def lazy_scan(scan_dir: Path, repeat: int) -> None:
-    import polars as pl
-
-    import deltadv.polars as dpl
-
-    print(f"\nlazy scans on bench_scan.py's tables in {scan_dir}: k < 10, columns id and x")
-    print(f"  {'table':<8} {'deltadv s':>10} {'polars s':>10} {'deltadv / polars':>17}  check")
-    for name in ("full", "dv10"):
-        path = str(scan_dir / name)
-        if not (scan_dir / name / "_delta_log").is_dir():
-            print(f"  {name:<8} missing: build it with benches/bench_scan.py --dir {scan_dir}")
-            continue
-
-        def ours(p: str = path) -> Any:
-            return dpl.scan_delta(p).filter(pl.col("k") < 10).select("id", "x").collect()
-
-        def theirs(p: str = path) -> Any:
-            return pl.scan_delta(p).filter(pl.col("k") < 10).select("id", "x").collect()
-
-        best = {"deltadv": float("inf"), "polars": float("inf")}
-        results: dict[str, Any] = {}
-        for r in range(repeat + 1):  # round 0 warms up
-            order = [("deltadv", ours), ("polars", theirs)]
-            for who, fn in order if r % 2 else order[::-1]:
-                t0 = time.perf_counter()
-                results[who] = fn()
-                if r:
-                    best[who] = min(best[who], time.perf_counter() - t0)
-        a, b = (results[w].sort("id") for w in ("deltadv", "polars"))
-        same = "ok" if a.equals(b) else f"WRONG: {a.height} vs {b.height} rows"
-        print(
-            f"  {name:<8} {best['deltadv']:>10.3f} {best['polars']:>10.3f} "
-            f"{best['deltadv'] / best['polars']:>17.2f}  {same}"
-        )
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -292,8 +249,6 @@ def main() -> None:
     ap.add_argument("--cap", type=float, default=60.0, help="seconds a reader may take")
     ap.add_argument("--no-s3", action="store_true", help="local tables only")
     ap.add_argument("--only", help="comma-separated readers")
-    ap.add_argument("--lazy-scan", type=Path, help="bench_scan.py's --dir, for lazy scans")
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--uri", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -326,8 +281,6 @@ def main() -> None:
             options = storage_options(endpoint)
             for table in ("big", "subset"):
                 report(table, "S3 (moto_server)", f"s3://bench/{table}", options, base, args)
-    if args.lazy_scan:
-        lazy_scan(args.lazy_scan, args.repeat)
 
 
 if __name__ == "__main__":
