@@ -317,3 +317,88 @@ fn snapshot_through_a_checkpoint_keeps_dv_identity() {
     );
     assert_eq!(s.logical_rows(), Some(2 + 7));
 }
+
+#[test]
+fn many_files_are_listed_alike_on_any_number_of_threads() {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use std::collections::BTreeMap;
+
+    // 12,000 files in a checkpoint (its rows checked and listed in ranges on
+    // several threads), every 10th with a DV, every 13th path URL-encoded;
+    // then a commit removing some, rewriting the DV of others and adding new.
+    let t = Table::new();
+    let name = |k: u64| {
+        if k % 13 == 0 {
+            format!("dir%20{k}.parquet")
+        } else {
+            format!("f{k}.parquet")
+        }
+    };
+    let dv = |k: u64| (k % 10 == 0).then(|| inline_dv(&[k % 7, 100 + k % 5]));
+    let rows = |k: u64| 1_000 + k as i64;
+    let adds: Vec<_> = (0..12_000)
+        .map(|k| add(&name(k), 100 + k, rows(k), dv(k).as_ref()))
+        .collect();
+    t.create(json!({}), &adds);
+    block_on(checkpoint::write(&t.load(None).unwrap()))
+        .unwrap()
+        .unwrap();
+    // path (decoded) -> (numRecords, rows the DV deletes)
+    let mut expected: BTreeMap<String, (i64, u64)> = (0..12_000)
+        .map(|k| {
+            let deleted = dv(k).map_or(0, |d| d.cardinality());
+            (name(k).replace("%20", " "), (rows(k), deleted))
+        })
+        .collect();
+    let mut v1 = Vec::new();
+    for k in (5..12_000).step_by(97) {
+        v1.push(remove(&name(k), now_ms(), dv(k).as_ref()));
+        expected.remove(&name(k).replace("%20", " "));
+    }
+    for k in (3..12_000).step_by(101) {
+        let new = inline_dv(&[1, 2, 3, 4, 500 + k]);
+        v1.push(remove(&name(k), now_ms(), dv(k).as_ref()));
+        v1.push(add(&name(k), 100 + k, rows(k), Some(&new)));
+        expected.insert(name(k).replace("%20", " "), (rows(k), 5));
+    }
+    for k in 0..50 {
+        v1.push(add(&format!("new{k}.parquet"), 10, 7, None));
+        expected.insert(format!("new{k}.parquet"), (7, 0));
+    }
+    t.commit(1, &v1);
+
+    let s = t.load(None).unwrap();
+    assert_eq!(s.segment().checkpoint_version, Some(0));
+    let one = s.files_batch_on(1).unwrap();
+    for threads in [2, 3, 5] {
+        assert_eq!(s.files_batch_on(threads).unwrap(), one, "{threads} threads");
+    }
+    let col = |n: &str| one.column_by_name(n).unwrap().clone();
+    let (path, records, card) = (col("path"), col("num_records"), col("dv_cardinality"));
+    let path = path.as_any().downcast_ref::<StringArray>().unwrap();
+    let records = records.as_any().downcast_ref::<Int64Array>().unwrap();
+    let card = card.as_any().downcast_ref::<Int64Array>().unwrap();
+    let listed: BTreeMap<String, (i64, u64)> = (0..one.num_rows())
+        .map(|i| {
+            let deleted = if card.is_null(i) {
+                0
+            } else {
+                card.value(i) as u64
+            };
+            (path.value(i).to_string(), (records.value(i), deleted))
+        })
+        .collect();
+    assert_eq!(listed.len(), one.num_rows(), "no path twice");
+    assert_eq!(listed, expected);
+    // The materialized files (ranges of them on this machine's threads) in
+    // the same order.
+    let files = s.files().unwrap();
+    let in_order: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        in_order,
+        (0..path.len()).map(|i| path.value(i)).collect::<Vec<_>>()
+    );
+    assert!(files
+        .iter()
+        .all(|f| f.num_records == Some(expected[&f.path].0)));
+}

@@ -11,15 +11,15 @@
 //!                 table layer ─> decode() ─> absorbed into the same data
 //! ```
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
+use arrow_array::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 
 use super::{split_batch, AddColumns};
 use crate::error::{Error, Result};
 use crate::log::actions::{self, Action};
+use crate::log::parallel::{map_ranges, MIN_ROWS_PER_THREAD};
 use crate::log::path::normalize_path;
 use crate::log::path::{LogPath, LOG_DIR, SIDECAR_DIR};
 use crate::log::segment::LastCheckpoint;
@@ -60,14 +60,27 @@ fn wanted_leaf(parts: &[String]) -> bool {
                 && matches!(third, "numRecords" | "tightBounds")))
 }
 
-/// Decode the checkpoint's leaves in `leaves` into record batches.
-fn read_leaves(bytes: Bytes, leaves: Vec<usize>, file: &str) -> Result<Vec<RecordBatch>> {
+/// Decode the rows `rows` (all when `None`) of the checkpoint's leaves in
+/// `leaves` into record batches.
+fn read_leaves(
+    bytes: Bytes,
+    leaves: &[usize],
+    rows: Option<std::ops::Range<usize>>,
+    file: &str,
+) -> Result<Vec<RecordBatch>> {
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
-    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
-    builder
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
+    let mut builder = builder
         .with_projection(mask)
-        .with_batch_size(CHECKPOINT_BATCH_ROWS)
+        .with_batch_size(CHECKPOINT_BATCH_ROWS);
+    if let Some(rows) = rows {
+        builder = builder.with_row_selection(RowSelection::from(vec![
+            RowSelector::skip(rows.start),
+            RowSelector::select(rows.len()),
+        ]));
+    }
+    builder
         .build()
         .map_err(|e| parquet_error(file, e))?
         .map(|b| b.map_err(|e| parquet_error(file, e)))
@@ -75,77 +88,70 @@ fn read_leaves(bytes: Bytes, leaves: Vec<usize>, file: &str) -> Result<Vec<Recor
 }
 
 /// Decode checkpoint parquet (a classic part, a V2 top-level file or a
-/// sidecar): `add` rows stay columnar, other actions are parsed. `add.stats`
-/// (most of a checkpoint's bytes) is decoded on a second thread, in parallel
-/// with the other columns. `file` names the file in errors.
+/// sidecar) on the calling thread: `add` rows stay columnar, other actions
+/// are parsed. `file` names the file in errors.
 pub fn decode_parquet(bytes: Bytes, file: &str) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_parquet_on(bytes, file, 1)
+}
+
+/// [`decode_parquet`] on up to `threads` threads: ranges of rows (at least
+/// [`MIN_ROWS_PER_THREAD`] each) decoded and split into adds and other
+/// actions at once, each thread skipping the pages before its range; the
+/// result in row order, the same for any number of threads.
+pub fn decode_parquet_on(
+    bytes: Bytes,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
         .map_err(|e| parquet_error(file, e))?;
-    let (mut main, mut stats) = (Vec::new(), Vec::new());
-    for (i, c) in builder.parquet_schema().columns().iter().enumerate() {
-        let parts = c.path().parts();
-        if !wanted_leaf(parts) {
-            continue;
-        }
-        if parts.len() == 2
-            && parts.first().is_some_and(|p| p == "add")
-            && parts.get(1).is_some_and(|p| p == "stats")
-        {
-            stats.push(i);
-        } else {
-            main.push(i);
-        }
-    }
+    let leaves: Vec<usize> = builder
+        .parquet_schema()
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| wanted_leaf(c.path().parts()))
+        .map(|(i, _)| i)
+        .collect();
+    let num_rows = builder.metadata().file_metadata().num_rows();
+    let rows = usize::try_from(num_rows)
+        .map_err(|_| parquet_error(file, format!("the footer says {num_rows} rows")))?;
     drop(builder);
-    let (main_batches, stats_batches) = std::thread::scope(|scope| {
-        let stats_bytes = bytes.clone();
-        let stats_job =
-            (!stats.is_empty()).then(|| scope.spawn(move || read_leaves(stats_bytes, stats, file)));
-        let main_batches = read_leaves(bytes, main, file);
-        let stats_batches = match stats_job {
-            Some(job) => job
-                .join()
-                .unwrap_or_else(|_| Err(parquet_error(file, "stats decoder thread panicked"))),
-            None => Ok(Vec::new()),
-        };
-        (main_batches, stats_batches)
-    });
-    let (main_batches, stats_batches) = (main_batches?, stats_batches?);
+    let whole = threads.min(rows / MIN_ROWS_PER_THREAD) <= 1;
+    let parts = map_ranges(rows, threads, |range| {
+        let batches = read_leaves(bytes.clone(), &leaves, (!whole).then_some(range), file)?;
+        let mut adds = Vec::new();
+        let mut others = Vec::new();
+        for batch in &batches {
+            let split = split_batch(batch, file)?;
+            adds.extend(split.adds);
+            others.extend(split.others);
+        }
+        Ok::<_, Error>((adds, others))
+    })?;
     let mut adds = Vec::new();
     let mut others = Vec::new();
-    for (k, batch) in main_batches.iter().enumerate() {
-        let split = split_batch(batch, file)?;
-        if let Some(mut a) = split.adds {
-            let column = stats_batches
-                .get(k)
-                .and_then(|b| b.column_by_name("add"))
-                .and_then(|a| a.as_struct_opt())
-                .and_then(|s| s.column_by_name("stats"))
-                .and_then(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).ok())
-                .map(|c| c.as_string::<i32>().clone());
-            if let Some(c) = &column {
-                if c.len() != a.len() {
-                    return Err(parquet_error(
-                        file,
-                        "stats column does not line up with add rows",
-                    ));
-                }
-            }
-            a.set_stats(column);
-            adds.push(a);
-        }
-        others.extend(split.others);
+    for part in parts {
+        let (a, o) = part?;
+        adds.extend(a);
+        others.extend(o);
     }
     Ok((adds, others))
 }
 
 /// Decode one checkpoint file: a JSON V2 top-level checkpoint (`json`) goes
-/// through the commit-line parser, anything else is parquet.
-pub fn decode(bytes: Bytes, file: &str, json: bool) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+/// through the commit-line parser, anything else is parquet, decoded on up
+/// to `threads` threads ([`decode_parquet_on`]).
+pub fn decode(
+    bytes: Bytes,
+    file: &str,
+    json: bool,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     if json {
         Ok((Vec::new(), actions::parse_commit(&bytes, file)?))
     } else {
-        decode_parquet(bytes, file)
+        decode_parquet_on(bytes, file, threads)
     }
 }
 
@@ -223,6 +229,7 @@ mod tests {
     /// Checkpoint parquet bytes holding `lines` (JSON actions) in `schema`.
     fn parquet_with(schema: Arc<Schema>, lines: &[&str]) -> Bytes {
         let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .with_batch_size(lines.len().max(1))
             .build_decoder()
             .unwrap();
         decoder.decode(lines.join("\n").as_bytes()).unwrap();
@@ -247,11 +254,18 @@ mod tests {
 
     #[test]
     fn classic_parts_decode_and_count() {
+        // One pass on the calling thread, or add.stats on a second: the same.
+        for threads in [1, 2] {
+            classic_parts_at(threads);
+        }
+    }
+
+    fn classic_parts_at(threads: usize) {
         let part1 = classic(&[PROTOCOL, ADD_A]);
         let part2 = classic(&[ADD_B, REMOVE]);
         let mut data = CheckpointData::default();
         for (i, bytes) in [part1, part2].into_iter().enumerate() {
-            let (adds, others) = decode(bytes, &format!("part{i}"), false).unwrap();
+            let (adds, others) = decode(bytes, &format!("part{i}"), false, threads).unwrap();
             data.absorb(adds, others);
         }
         assert_eq!(data.count, 4);
@@ -290,6 +304,58 @@ mod tests {
     }
 
     #[test]
+    fn ranges_of_rows_decode_as_one_pass() {
+        // 13,001 rows: adds (some with stats, some with a DV), removes, a
+        // protocol; decoded in 2 and 3 ranges of rows on as many threads, as
+        // in one pass.
+        let mut lines: Vec<String> = vec![PROTOCOL.to_string()];
+        for k in 0..13_000 {
+            lines.push(match k % 5 {
+                0 => format!(
+                    r#"{{"remove":{{"path":"r{k}.parquet","deletionTimestamp":{k},"dataChange":false}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"add":{{"path":"a{k}.parquet","size":{k},"modificationTime":5,"dataChange":false,"deletionVector":{{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{{L","sizeInBytes":40,"cardinality":6}}}}}}"#
+                ),
+                _ => format!(
+                    r#"{{"add":{{"path":"a{k}.parquet","size":{k},"modificationTime":5,"dataChange":false,"stats":"{{\"numRecords\":{k}}}"}}}}"#
+                ),
+            });
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let bytes = classic(&lines);
+        type Row = (String, i64, Option<i64>, Option<String>);
+        let decoded = |threads: usize| -> (Vec<Row>, Vec<String>) {
+            let (adds, others) = decode_parquet_on(bytes.clone(), "big", threads).unwrap();
+            let rows = adds
+                .iter()
+                .flat_map(|a| {
+                    (0..a.len())
+                        .filter(|&i| a.is_add(i))
+                        .map(|i| {
+                            (
+                                a.raw_path(i).to_string(),
+                                a.size(i),
+                                a.record_count(i).unwrap().0,
+                                a.dv_unique_id(i),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            (rows, others.iter().map(|o| format!("{o:?}")).collect())
+        };
+        let one = decoded(1);
+        assert_eq!(one.0.len(), 10_400);
+        assert_eq!(one.1.len(), 2_601);
+        assert_eq!(one.0[1], ("a2.parquet".to_string(), 2, Some(2), None));
+        assert!(one.0[0].3.is_some(), "a1 has its DV");
+        for threads in [2, 3] {
+            assert_eq!(decoded(threads), one, "{threads} threads");
+        }
+    }
+
+    #[test]
     fn v2_json_top_level_with_sidecars() {
         let top = [
             PROTOCOL,
@@ -299,7 +365,7 @@ mod tests {
         ]
         .join("\n");
         let mut data = CheckpointData::default();
-        let (adds, others) = decode(Bytes::from(top), "top.json", true).unwrap();
+        let (adds, others) = decode(Bytes::from(top), "top.json", true, 2).unwrap();
         assert!(adds.is_empty());
         data.absorb(adds, others);
         let located: Vec<String> = data
@@ -327,6 +393,7 @@ mod tests {
             parquet_with(sidecar_schema, &[ADD_A, REMOVE, ADD_B]),
             "side",
             false,
+            1,
         )
         .unwrap();
         data.absorb(adds, others);
@@ -392,7 +459,7 @@ mod tests {
     #[test]
     fn hint_size_is_checked_only_for_its_version() {
         let mut data = CheckpointData::default();
-        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false).unwrap();
+        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false, 1).unwrap();
         data.absorb(adds, others);
         let hint = |version, size| LastCheckpoint {
             version,
@@ -429,7 +496,7 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        match decode(Bytes::from_static(b"{not json"), "top.json", true) {
+        match decode(Bytes::from_static(b"{not json"), "top.json", true, 2) {
             Err(e) => assert!(e.to_string().contains("top.json"), "{e}"),
             Ok(_) => panic!("garbage JSON decoded"),
         }
