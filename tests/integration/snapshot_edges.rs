@@ -328,13 +328,16 @@ fn many_files_are_listed_alike_on_any_number_of_threads() {
     // then a commit removing some, rewriting the DV of others and adding new.
     let t = Table::new();
     let name = |k: u64| {
-        if k % 13 == 0 {
+        if k.is_multiple_of(13) {
             format!("dir%20{k}.parquet")
         } else {
             format!("f{k}.parquet")
         }
     };
-    let dv = |k: u64| (k % 10 == 0).then(|| inline_dv(&[k % 7, 100 + k % 5]));
+    let dv = |k: u64| {
+        k.is_multiple_of(10)
+            .then(|| inline_dv(&[k % 7, 100 + k % 5]))
+    };
     let rows = |k: u64| 1_000 + k as i64;
     let adds: Vec<_> = (0..12_000)
         .map(|k| add(&name(k), 100 + k, rows(k), dv(k).as_ref()))
