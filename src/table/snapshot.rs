@@ -795,26 +795,41 @@ fn in_commit_timestamp(bytes: &[u8]) -> Option<i64> {
 
 /// Fetch a checkpoint (classic single/multi-part, or V2 with sidecars) and
 /// decode it on the blocking pool ([`checkpoint::read`] does the decoding).
+/// Checkpoint parquet parts at least this big are fetched as `num_threads()`
+/// ranges at once (their allocation, page faults and copies spread over the
+/// threads) and decoded from the pieces.
+const RANGED_CHECKPOINT_BYTES: u64 = 8 << 20;
+
+/// The checkpoint part `f` (listed with its size): one GET, or with several
+/// threads and a big parquet part, `threads` ranged GETs at once.
+async fn fetch_part(store: &TableStore, f: &LogFile, threads: usize) -> Result<Vec<Bytes>> {
+    let path = store.path(&f.relative_path());
+    if threads <= 1 || f.size < RANGED_CHECKPOINT_BYTES || f.is_json_checkpoint() {
+        return Ok(vec![store.get(&path).await?]);
+    }
+    let step = f.size.div_ceil(threads as u64);
+    let ranges = (0..threads as u64)
+        .map(|k| (k * step).min(f.size)..((k + 1) * step).min(f.size))
+        .filter(|r| !r.is_empty());
+    futures::future::try_join_all(ranges.map(|r| store.get_range(&path, r))).await
+}
+
 async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<CheckpointData> {
-    let fetched: Vec<(String, Bytes)> =
+    let threads = crate::io::num_threads();
+    let fetched: Vec<(String, Vec<Bytes>)> =
         futures::future::try_join_all(files.iter().map(|f| async move {
-            let name = f.relative_path();
-            let bytes = store.get(&store.path(&name)).await?;
-            Ok::<_, Error>((name, bytes))
+            Ok::<_, Error>((f.relative_path(), fetch_part(store, f, threads).await?))
         }))
         .await?;
     // The parts (and below, the sidecars) decoded at once on the blocking
     // pool, up to the threads deltadv works with; absorbed in order.
-    let threads = crate::io::num_threads();
-    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> = futures::stream::iter(
-        fetched
-            .into_iter()
-            .zip(files)
-            .map(|((name, bytes), f)| decode_blocking(bytes, name, f.is_json_checkpoint())),
-    )
-    .buffered(threads)
-    .try_collect()
-    .await?;
+    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> =
+        futures::stream::iter(fetched.into_iter().zip(files).map(|((name, pieces), f)| {
+            decode_pieces_blocking(pieces, name, f.is_json_checkpoint())
+        }))
+        .buffered(threads)
+        .try_collect()
+        .await?;
     let mut data = CheckpointData::default();
     for (adds, others) in parsed {
         data.absorb(adds, others);
@@ -848,6 +863,21 @@ async fn decode_blocking(
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     let threads = crate::io::num_threads();
     crate::io::spawn_blocking(move || checkpoint::decode(bytes, &name, json, threads)).await?
+}
+
+/// [`decode_blocking`] of a part fetched as consecutive pieces.
+async fn decode_pieces_blocking(
+    mut pieces: Vec<Bytes>,
+    name: String,
+    json: bool,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    if pieces.len() == 1 {
+        if let Some(bytes) = pieces.pop() {
+            return decode_blocking(bytes, name, json).await;
+        }
+    }
+    let threads = crate::io::num_threads();
+    crate::io::spawn_blocking(move || checkpoint::decode_pieces(pieces, &name, threads)).await?
 }
 
 #[cfg(test)]

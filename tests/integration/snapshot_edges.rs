@@ -405,3 +405,60 @@ fn many_files_are_listed_alike_on_any_number_of_threads() {
         .iter()
         .all(|f| f.num_records == Some(expected[&f.path].0)));
 }
+
+#[test]
+fn a_big_checkpoint_is_fetched_in_ranges_and_read_as_a_whole() {
+    use deltadv::io::TableStore;
+
+    // 4,000 adds whose stats carry ~2.6 kB of incompressible text: a
+    // checkpoint over 8 MiB, fetched as one range per thread and decoded from
+    // the pieces (pages straddle the cuts).
+    let t = Table::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise = |n: usize| -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        (0..n)
+            .map(|_| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                char::from(ALPHABET[(seed >> 58) as usize])
+            })
+            .collect()
+    };
+    let adds: Vec<_> = (0..4_000_i64)
+        .map(|k| {
+            let mut a = add(&format!("f{k}.parquet"), 10, k, None);
+            a["add"]["stats"] =
+                json!(json!({"numRecords": k, "minValues": {"s": noise(2_600)}}).to_string());
+            a
+        })
+        .collect();
+    t.create(json!({}), &adds);
+    block_on(checkpoint::write(&t.load(None).unwrap()))
+        .unwrap()
+        .unwrap();
+    let size = fs::metadata(t.log_file(&LogPath::checkpoint(0)))
+        .unwrap()
+        .len();
+    assert!(size > 8 << 20, "checkpoint of {size} bytes");
+    t.commit(1, &[remove("f7.parquet", now_ms(), None)]);
+
+    let store = TableStore::open(t.root(), &Default::default()).unwrap();
+    let s = block_on(Snapshot::load(store.clone(), None))
+        .unwrap()
+        .unwrap();
+    let files = s.files().unwrap();
+    assert_eq!(files.len(), 3_999);
+    let records: Vec<(String, Option<i64>)> = files
+        .iter()
+        .map(|f| (f.path.clone(), f.num_records))
+        .collect();
+    let expected: Vec<(String, Option<i64>)> = (0..4_000_i64)
+        .filter(|&k| k != 7)
+        .map(|k| (format!("f{k}.parquet"), Some(k)))
+        .collect();
+    assert_eq!(records, expected);
+    // _last_checkpoint, the checkpoint (one GET per thread), commit 1.
+    let threads = deltadv::io::num_threads() as u64;
+    let gets = store.counts().gets;
+    assert_eq!(gets, 2 + threads, "{gets} GETs at {threads} threads");
+}

@@ -11,10 +11,13 @@
 //!                 table layer ─> decode() ─> absorbed into the same data
 //! ```
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::{ChunkReader, Length};
 
 use super::{split_batch, AddColumns};
 use crate::error::{Error, Result};
@@ -60,16 +63,141 @@ fn wanted_leaf(parts: &[String]) -> bool {
                 && matches!(third, "numRecords" | "tightBounds")))
 }
 
+/// A checkpoint file held as consecutive pieces (fetched as ranges at once
+/// by the table layer), read by parquet without joining them: a read within
+/// one piece is a slice of it; only a page that straddles two pieces is
+/// copied.
+///
+/// ```text
+/// file:    [ piece 0 | piece 1 | ... | piece n-1 ]
+/// starts:    0         len0      ...
+/// ```
+#[derive(Debug, Clone)]
+pub struct Pieces(Arc<PiecesInner>);
+
+#[derive(Debug)]
+struct PiecesInner {
+    /// Offset of each piece in the file (ascending, the first 0).
+    starts: Vec<u64>,
+    pieces: Vec<Bytes>,
+    len: u64,
+}
+
+impl Pieces {
+    /// The file made of `pieces`, in order.
+    pub fn new(pieces: Vec<Bytes>) -> Pieces {
+        let mut starts = Vec::with_capacity(pieces.len());
+        let mut len = 0u64;
+        for p in &pieces {
+            starts.push(len);
+            len += p.len() as u64;
+        }
+        Pieces(Arc::new(PiecesInner {
+            starts,
+            pieces,
+            len,
+        }))
+    }
+
+    /// The piece holding byte `pos` and the offset of `pos` in it.
+    fn at(&self, pos: u64) -> Option<(&Bytes, usize)> {
+        let k = self
+            .0
+            .starts
+            .partition_point(|&s| s <= pos)
+            .checked_sub(1)?;
+        let piece = self.0.pieces.get(k)?;
+        let off = usize::try_from(pos - self.0.starts.get(k)?).ok()?;
+        (off < piece.len()).then_some((piece, off))
+    }
+}
+
+impl Length for Pieces {
+    fn len(&self) -> u64 {
+        self.0.len
+    }
+}
+
+/// A reader of [`Pieces`] from an offset on.
+pub struct PiecesReader {
+    pieces: Pieces,
+    pos: u64,
+}
+
+impl std::io::Read for PiecesReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some((piece, off)) = self.pieces.at(self.pos) else {
+            return Ok(0); // at or past the end
+        };
+        let rest = piece.get(off..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
+            to.copy_from_slice(from);
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl ChunkReader for Pieces {
+    type T = PiecesReader;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<PiecesReader> {
+        if start > self.0.len {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "expected to read at offset {start}, while the file has length {}",
+                self.0.len
+            )));
+        }
+        Ok(PiecesReader {
+            pieces: self.clone(),
+            pos: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let eof = || {
+            parquet::errors::ParquetError::EOF(format!(
+                "expected to read {length} bytes at offset {start}, while the file has length {}",
+                self.0.len
+            ))
+        };
+        if start
+            .checked_add(length as u64)
+            .is_none_or(|end| end > self.0.len)
+        {
+            return Err(eof());
+        }
+        if length == 0 {
+            return Ok(Bytes::new());
+        }
+        let (piece, off) = self.at(start).ok_or_else(eof)?;
+        if let Some(within) = off.checked_add(length).filter(|&end| end <= piece.len()) {
+            return Ok(piece.slice(off..within));
+        }
+        let mut out = Vec::with_capacity(length);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(self.get_read(start)?, length as u64),
+            &mut out,
+        )
+        .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+        if out.len() != length {
+            return Err(eof());
+        }
+        Ok(Bytes::from(out))
+    }
+}
+
 /// Decode the rows `rows` (all when `None`) of the checkpoint's leaves in
 /// `leaves` into record batches.
-fn read_leaves(
-    bytes: Bytes,
+fn read_leaves<R: ChunkReader + 'static>(
+    reader: R,
     leaves: &[usize],
     rows: Option<std::ops::Range<usize>>,
     file: &str,
 ) -> Result<Vec<RecordBatch>> {
     let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
+        ParquetRecordBatchReaderBuilder::try_new(reader).map_err(|e| parquet_error(file, e))?;
     let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
     let mut builder = builder
         .with_projection(mask)
@@ -100,6 +228,24 @@ pub fn decode_parquet(bytes: Bytes, file: &str) -> Result<(Vec<AddColumns>, Vec<
 /// result in row order, the same for any number of threads.
 pub fn decode_parquet_on(
     bytes: Bytes,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_reader(bytes, file, threads)
+}
+
+/// [`decode_parquet_on`] of a file fetched as consecutive `pieces` (ranges
+/// fetched at once), decoded without joining them.
+pub fn decode_pieces(
+    pieces: Vec<Bytes>,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_reader(Pieces::new(pieces), file, threads)
+}
+
+fn decode_reader<R: ChunkReader + Clone + 'static>(
+    bytes: R,
     file: &str,
     threads: usize,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
@@ -325,8 +471,7 @@ mod tests {
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let bytes = classic(&lines);
         type Row = (String, i64, Option<i64>, Option<String>);
-        let decoded = |threads: usize| -> (Vec<Row>, Vec<String>) {
-            let (adds, others) = decode_parquet_on(bytes.clone(), "big", threads).unwrap();
+        let summary = |(adds, others): (Vec<AddColumns>, Vec<Action>)| -> (Vec<Row>, Vec<String>) {
             let rows = adds
                 .iter()
                 .flat_map(|a| {
@@ -345,6 +490,8 @@ mod tests {
                 .collect();
             (rows, others.iter().map(|o| format!("{o:?}")).collect())
         };
+        let decoded =
+            |threads: usize| summary(decode_parquet_on(bytes.clone(), "big", threads).unwrap());
         let one = decoded(1);
         assert_eq!(one.0.len(), 10_400);
         assert_eq!(one.1.len(), 2_601);
@@ -353,6 +500,52 @@ mod tests {
         for threads in [2, 3] {
             assert_eq!(decoded(threads), one, "{threads} threads");
         }
+        // The same file fetched as pieces (ranges), cut anywhere, pages
+        // straddling the cuts: decoded as the whole.
+        let n = bytes.len();
+        for cuts in [vec![n / 2], vec![1, n / 3, n / 3 + 1, n - 8], vec![n - 1]] {
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for c in cuts.iter().copied().chain([n]) {
+                pieces.push(bytes.slice(from..c));
+                from = c;
+            }
+            for threads in [1, 3] {
+                let got = summary(decode_pieces(pieces.clone(), "big", threads).unwrap());
+                assert!(got == one, "cuts {cuts:?}, {threads} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_read_across_their_cuts_and_stop_at_the_end() {
+        use std::io::Read;
+        let whole = Bytes::from_static(b"0123456789");
+        let pieces = Pieces::new(vec![
+            whole.slice(0..3),
+            whole.slice(3..4),
+            whole.slice(4..10),
+        ]);
+        assert_eq!(pieces.len(), 10);
+        for start in 0..=10u64 {
+            for len in 0..=(10 - start as usize) {
+                let got = pieces.get_bytes(start, len).unwrap();
+                assert_eq!(got, whole.slice(start as usize..start as usize + len));
+            }
+            let mut rest = Vec::new();
+            pieces
+                .get_read(start)
+                .unwrap()
+                .read_to_end(&mut rest)
+                .unwrap();
+            assert_eq!(rest, &whole[start as usize..]);
+        }
+        assert!(pieces.get_bytes(8, 3).is_err());
+        assert!(pieces.get_bytes(u64::MAX, 2).is_err());
+        assert!(pieces.get_read(11).is_err());
+        let empty = Pieces::new(Vec::new());
+        assert_eq!(empty.len(), 0);
+        assert_eq!(empty.get_bytes(0, 0).unwrap(), Bytes::new());
     }
 
     #[test]
