@@ -84,6 +84,36 @@ enum FileRef<'a> {
     Checkpoint(&'a AddColumns, usize),
 }
 
+/// The adds of commits as [`LiveFile`]s, their paths decoded and stats
+/// parsed in ranges on up to `threads` threads; the first error in order.
+fn live_files(adds: Vec<Add>, threads: usize) -> Result<Vec<LiveFile>> {
+    let parsed = map_ranges(adds.len(), threads, |range| {
+        adds.get(range)
+            .unwrap_or_default()
+            .iter()
+            .map(|a| {
+                Ok((
+                    normalize_path(&a.path),
+                    record_count(a.stats.as_deref(), &a.path)?,
+                ))
+            })
+            .collect::<Result<Vec<(String, RecordCount)>>>()
+    })?;
+    let mut out = Vec::with_capacity(adds.len());
+    let mut adds = adds.into_iter();
+    for part in parsed {
+        for ((path, counts), add) in part?.into_iter().zip(adds.by_ref()) {
+            out.push(LiveFile {
+                path,
+                num_records: counts.num_records,
+                tight_bounds: counts.tight_bounds,
+                add,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The state of a table at one version.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -244,11 +274,7 @@ impl Snapshot {
         let schema = StructType::parse(&metadata.schema_string)?;
         features::check_type_changes(&protocol, &schema)?;
         let column_mapping = schema::column_mapping_mode(&metadata.configuration)?;
-        let commit_files = result
-            .files
-            .into_iter()
-            .map(LiveFile::new)
-            .collect::<Result<Vec<_>>>()?;
+        let commit_files = live_files(result.files, crate::io::num_threads())?;
         Ok(Snapshot {
             version: segment.version,
             segment,

@@ -462,3 +462,37 @@ fn a_big_checkpoint_is_fetched_in_ranges_and_read_as_a_whole() {
     let gets = store.counts().gets;
     assert_eq!(gets, 2 + threads, "{gets} GETs at {threads} threads");
 }
+
+#[test]
+fn many_commit_adds_parse_their_stats_in_ranges() {
+    use std::collections::BTreeMap;
+
+    // 10,000 adds in one commit (no checkpoint): paths decoded and stats
+    // parsed in ranges on this machine's threads.
+    let adds: Vec<_> = (0..10_000)
+        .map(|k| add(&format!("c%20{k}.parquet"), 1, k, None))
+        .collect();
+    let t = Table::new();
+    t.create(json!({}), &adds);
+    let s = t.load(None).unwrap();
+    let listed: BTreeMap<String, Option<i64>> = s
+        .files()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.path, f.num_records))
+        .collect();
+    let expected: BTreeMap<String, Option<i64>> = (0..10_000)
+        .map(|k| (format!("c {k}.parquet"), Some(k)))
+        .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(s.logical_rows(), Some((0..10_000).sum()));
+
+    // Stats that do not parse, far into the list: the error names that file.
+    let mut bad = adds;
+    bad[7_777]["add"]["stats"] = json!("{\"numRecords\": 3, oops}");
+    let t = Table::new();
+    t.create(json!({}), &bad);
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert!(file.contains("c%207777.parquet"), "{file}");
+    assert!(detail.contains("invalid stats JSON"), "{detail}");
+}
