@@ -29,16 +29,32 @@ into ``--png`` (default docs/delete_heatmap.png).
 
 Goal: speed-up >= 2 in every cell.
 
+Threads (issue 28): ``--threads N[,N...]`` times only ``deltadv predicate`` (no
+deltalake, no heatmap), with N threads (``DELTADV_NUM_THREADS=N`` and
+``deltadv.set_num_threads(N)`` before anything else; the DELETE's candidate scan
+reads up to max(4, N) files at once, each on up to N threads), wall and CPU time
+(all threads) per cell; with several counts, each count runs in a subprocess of its
+own, then wall / CPU / utilisation per count and wall(N) / wall(smallest) are
+printed (goal for 2 / 1: <= 0.6). The case of issue 28, DELETE of 1% random rows
+over a 16-file table (``bucket`` is a random permutation in each file)::
+
+    .venv/bin/python benches/bench_delete_heatmap.py --dir /tmp/del16 --files 16 \
+        --rows-per-file 200000 --touched 16 --per-file 2000 --repeat 5 --threads 1,2
+
 Run:  .venv/bin/python benches/bench_delete_heatmap.py [--dir DIR] [--repeat N]
+      [--threads N[,N...]]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,16 +109,20 @@ class Workload:
 
 
 def _timed_delete(path: Path, delete: Any) -> Run:
-    """Open the table and run ``delete(table)``: times, rows deleted, requests."""
+    """Open the table and run ``delete(table)``: times (wall; CPU of all the
+    process's threads), rows deleted, requests."""
+    c0 = time.process_time()
     t0 = time.perf_counter()
     dt = deltadv.DeltaTable(str(path))
     t1 = time.perf_counter()
     before = dt.request_counts()
     m = delete(dt)
     t2 = time.perf_counter()
+    c2 = time.process_time()
     after = dt.request_counts()
     return {
         "total": t2 - t0,
+        "cpu": c2 - c0,
         "open": t1 - t0,
         "deleted": m["num_deleted_rows"],
         "puts": after["puts"] - before["puts"],
@@ -227,6 +247,81 @@ def draw(
     plt.close(fig)
 
 
+def without_threads(argv: list[str]) -> list[str]:
+    """``argv`` less its ``--threads`` option."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--threads":
+            skip = True
+        elif not a.startswith("--threads="):
+            out.append(a)
+    return out
+
+
+def run_threads(w: Workload, work: Path, cells: list[Cell], repeat: int) -> dict[str, Run]:
+    """``deltadv predicate`` on every cell with this process's threads: best of
+    ``repeat`` (after one warm-up run), by cell (``"N,k"``)."""
+    name = "deltadv predicate"
+    print(f"\n{name} with {deltadv.num_threads()} threads (warm-up, then {repeat} runs a cell)")
+    measure(w, work, name, cells[0], "warm-up")
+    best: dict[str, Run] = {}
+    for cell in cells:
+        for _ in range(repeat):
+            r = measure(w, work, name, cell)
+            key = f"{cell[0]},{cell[1]}"
+            if key not in best or r["total"] < best[key]["total"]:
+                best[key] = {**r, "load": load()}
+    print(f"\nbest of {repeat}, ms (open + delete), cpu ms, utilisation (cpu / wall)")
+    for key, r in best.items():
+        print(
+            f"  N,k = {key:<12} {r['total'] * 1e3:8.1f} {r['cpu'] * 1e3:8.1f} "
+            f"{r['cpu'] / r['total']:5.2f}   (load average {r['load']})"
+        )
+    return best
+
+
+def by_threads(counts: list[int]) -> None:
+    """:func:`run_threads` once per thread count, each in a subprocess of its own
+    (its report printed as it runs), then wall / CPU / utilisation per count and
+    the wall of each count / that of the smallest."""
+    counts = sorted(counts)
+    results: dict[int, dict[str, Run]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            out = Path(tmp) / f"threads-{n}.json"
+            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
+            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
+            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
+            done = subprocess.run([sys.executable, __file__, *argv], env=env)
+            if done.returncode != 0:
+                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
+            results[n] = json.loads(out.read_text())
+    low = counts[0]
+    print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
+    print("deltadv predicate, best wall ms / cpu ms / utilisation per thread count:")
+    for key in results[low]:
+        cells = []
+        for n in counts:
+            r = results[n][key]
+            cells.append(
+                f"{n:>3}: {r['total'] * 1e3:7.1f} {r['cpu'] * 1e3:7.1f} "
+                f"{r['cpu'] / r['total']:5.2f}"
+            )
+        print(f"  N,k = {key:<12} " + "   ".join(cells))
+    print(f"wall with N threads / wall with {low} (goal for 2 / 1: <= 0.6):")
+    for key in results[low]:
+        cells = []
+        for n in counts[1:]:
+            ratio = results[n][key]["total"] / results[low][key]["total"]
+            goal = ""
+            if (low, n) == (1, 2):
+                goal = " (met)" if ratio <= 0.6 else " (NOT met)"
+            cells.append(f"{n}/{low}: {ratio:5.2f}{goal}")
+        print(f"  N,k = {key:<12} " + "   ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/tmp/deltadv-bench-delete", help="cache of source tables")
@@ -237,7 +332,19 @@ def main() -> None:
     ap.add_argument("--per-file", default="1,1000,100000", help="rows deleted per file")
     ap.add_argument("--repeat", type=int, default=2, help="timed runs per engine and cell")
     ap.add_argument("--png", default=str(ROOT / "docs" / "delete_heatmap.png"))
+    ap.add_argument(
+        "--threads",
+        help="time only deltadv predicate with N threads; several, comma-separated: "
+        "one subprocess per count, then a summary",
+    )
+    ap.add_argument("--json-out", help=argparse.SUPPRESS)  # a subprocess's figures, for its parent
     args = ap.parse_args()
+    threads = [int(t) for t in args.threads.split(",")] if args.threads else []
+    if any(t < 1 for t in threads):
+        sys.exit(f"FAIL: --threads takes positive integers, not {args.threads!r}")
+    if len(threads) == 1:
+        os.environ["DELTADV_NUM_THREADS"] = str(threads[0])  # before deltadv's runtime starts
+        deltadv.set_num_threads(threads[0])
     touched = [int(x) for x in args.touched.split(",")]
     per_file = [int(x) for x in args.per_file.split(",")]
     if max(touched) > args.files or max(per_file) > args.rows_per_file:
@@ -246,7 +353,8 @@ def main() -> None:
     print(
         f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
         f"deltalake {deltalake.__version__}, pyarrow {pa.__version__}, "
-        f"{platform.machine()}, {os.cpu_count()} cores, load average {load()}"
+        f"{platform.machine()}, {os.cpu_count()} cores, load average {load()}; "
+        f"deltadv threads {deltadv.num_threads()}"
     )
     base = Path(args.dir).resolve() / "heatmap"
     params = {
@@ -275,6 +383,14 @@ def main() -> None:
     work = Path(args.dir).resolve() / "work"
     work.mkdir(parents=True, exist_ok=True)
     cells = [(n, k) for n in touched for k in per_file]
+    if len(threads) > 1:
+        by_threads(threads)  # the source is built by now: the subprocesses reuse it
+        return
+    if threads:
+        best_runs = run_threads(w, work, cells, args.repeat)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(best_runs))
+        return
     names = list(ENGINES)
 
     print("\nwarm-up (untimed): each engine once on the smallest cell")

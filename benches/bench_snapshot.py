@@ -31,16 +31,28 @@ this process:
 
 Goal: deltadv / deltalake <= 0.5.
 
+Threads (issue 28): ``--threads N`` runs deltadv with N threads
+(``DELTADV_NUM_THREADS=N`` and ``deltadv.set_num_threads(N)`` before anything else:
+checkpoint decoding, live-row replay and the stats / DV parsing of
+``get_add_actions`` use up to N threads) and prints deltadv's CPU time (all
+threads) and utilisation (CPU / wall) beside its wall time. ``--threads 1,2`` runs
+the whole benchmark once per count, each in a subprocess of its own, then prints
+deltadv's wall / CPU / utilisation per count and wall(N) / wall(smallest) (goal
+for 2 / 1: <= 0.6).
+
 Run:  .venv/bin/python benches/bench_snapshot.py [--dir DIR] [--repeat N] [--warmup N]
+      [--threads N[,N...]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -495,13 +507,15 @@ def check(root: Path, e: dict) -> str:
 
 
 def run_deltadv(root: str) -> tuple[float, ...]:
+    c0 = time.process_time()
     t0 = time.perf_counter()
     dt = deltadv.DeltaTable(root)
     t1 = time.perf_counter()
     files = dt.get_add_actions()
     t2 = time.perf_counter()
+    c2 = time.process_time()
     assert files.num_rows > 0
-    return (t2 - t0, t1 - t0, t2 - t1)
+    return (t2 - t0, t1 - t0, t2 - t1, c2 - c0)
 
 
 def run_deltalake(root: str) -> tuple[float, ...]:
@@ -516,6 +530,58 @@ def run_deltalake(root: str) -> tuple[float, ...]:
     return (t2 - t0, t1 - t0, t2 - t1, t3 - t2)
 
 
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def without_threads(argv: list[str]) -> list[str]:
+    """``argv`` less its ``--threads`` option."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--threads":
+            skip = True
+        elif not a.startswith("--threads="):
+            out.append(a)
+    return out
+
+
+def by_threads(counts: list[int]) -> None:
+    """The benchmark once per thread count, each in a subprocess of its own (its
+    report printed as it runs), then deltadv's wall / CPU / utilisation per count
+    and the wall of each count / that of the smallest."""
+    counts = sorted(counts)
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            out = Path(tmp) / f"threads-{n}.json"
+            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
+            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
+            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
+            done = subprocess.run([sys.executable, __file__, *argv], env=env)
+            if done.returncode != 0:
+                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
+            results[n] = json.loads(out.read_text())
+    ms, low = 1e3, counts[0]
+    print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
+    print("deltadv DeltaTable() + get_add_actions(), best wall ms / cpu ms / utilisation:")
+    for n in counts:
+        r = results[n]
+        print(
+            f"  {n:>3} threads: {r['wall'] * ms:7.1f} {r['cpu'] * ms:7.1f} "
+            f"{r['cpu'] / r['wall']:5.2f}   (open {r['open'] * ms:.1f} + files "
+            f"{r['files'] * ms:.1f}; load average {r['load']})"
+        )
+    print(f"wall with N threads / wall with {low} (goal for 2 / 1: <= 0.6):")
+    for n in counts[1:]:
+        ratio = results[n]["wall"] / results[low]["wall"]
+        goal = ""
+        if (low, n) == (1, 2):
+            goal = " (met)" if ratio <= 0.6 else " (NOT met)"
+        print(f"  {n}/{low}: {ratio:5.2f}{goal}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", help="table directory; built if missing, reused if built before")
@@ -525,13 +591,32 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed rounds (best is reported)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     ap.add_argument("--checkpoint-writer", choices=["deltalake", "pyarrow"], default="deltalake")
+    ap.add_argument(
+        "--threads",
+        help="threads for deltadv; several, comma-separated: one subprocess per count "
+        "(reuse the table: give --dir), then a summary",
+    )
+    ap.add_argument("--json-out", help=argparse.SUPPRESS)  # a subprocess's figures, for its parent
     args = ap.parse_args()
+    threads = [int(t) for t in args.threads.split(",")] if args.threads else []
+    if any(t < 1 for t in threads):
+        sys.exit(f"FAIL: --threads takes positive integers, not {args.threads!r}")
+    if len(threads) == 1:
+        os.environ["DELTADV_NUM_THREADS"] = str(threads[0])  # before deltadv's runtime starts
+        deltadv.set_num_threads(threads[0])
 
     print(
         f"python {platform.python_version()}, deltadv {deltadv.__version__}, "
         f"deltalake {deltalake.__version__}, pyarrow {pa.__version__}, "
-        f"{platform.machine()}"
+        f"{platform.machine()}, {os.cpu_count()} cpus ({len(os.sched_getaffinity(0))} usable); "
+        f"deltadv threads {deltadv.num_threads()}; load average {load()}"
     )
+    if len(threads) > 1:
+        if args.dir is None:
+            sys.exit("FAIL: --threads with several counts needs --dir (one table for every run)")
+        root, _, _ = get_table(args)  # built once, before the runs
+        by_threads(threads)
+        return
     root, expected, cleanup = get_table(args)
     try:
         describe(root, expected)
@@ -554,7 +639,8 @@ def main() -> None:
         print(f"  {'reader':<10} {'total':>9}   phases")
         print(
             f"  {'deltadv':<10} {ours[0] * ms:>9.1f}   DeltaTable() {ours[1] * ms:.1f}"
-            f" + files() {ours[2] * ms:.1f}"
+            f" + files() {ours[2] * ms:.1f}   (cpu {ours[3] * ms:.1f}, utilisation "
+            f"{ours[3] / ours[0]:.2f}, {deltadv.num_threads()} threads)"
         )
         print(
             f"  {'deltalake':<10} {theirs[0] * ms:>9.1f}   DeltaTable() {theirs[1] * ms:.1f}"
@@ -565,7 +651,17 @@ def main() -> None:
         verdict = "met" if ratio <= GOAL else "NOT met"
         print(f"  ratio deltadv / deltalake = {ratio:.2f}   (goal <= {GOAL}: {verdict})")
         all_ms = {k: [round(r[0] * ms, 1) for r in v] for k, v in runs.items()}
-        print(f"  all totals (ms): {all_ms}")
+        print(f"  all totals (ms): {all_ms}; load average {load()}")
+        if args.json_out:
+            figures = {
+                "threads": deltadv.num_threads(),
+                "wall": ours[0],
+                "open": ours[1],
+                "files": ours[2],
+                "cpu": ours[3],
+                "load": load(),
+            }
+            Path(args.json_out).write_text(json.dumps(figures))
     finally:
         cleanup()
 

@@ -35,6 +35,7 @@ __all__ = [
     "prepare_create",
     "prepare_delete",
     "read_scan_task",
+    "read_scan_tasks",
     "remove_uncommitted",
     "rewrite_compact_task",
     "scan_task_schema",
@@ -382,6 +383,9 @@ class RawDeltaTable:
 def _set_fault_points(points: str) -> None: ...
 def read_scan_task(
     task: str, storage_options: dict[str, str] | None = None, ordered: bool = True
+) -> BatchReader: ...
+def read_scan_tasks(
+    tasks: list[str], storage_options: dict[str, str] | None = None, ordered: bool = True
 ) -> BatchReader: ...
 def write_table(
     table_uri: str,

@@ -24,6 +24,7 @@ from deltadv._core import (
     prepare_changes,
     prepare_delete,
     read_scan_task,
+    read_scan_tasks,
     rewrite_compact_task,
     scan_task_schema,
 )
@@ -1304,7 +1305,8 @@ class DeltaTable:
         Commits that wrote change files are read from them; otherwise added files
         are inserts, removed files deletes, and a file whose deletion vector a commit
         replaced yields only the rows the new DV deletes (and any it restores),
-        read with a row selection of just those rows. Rows stream file by file.
+        read with a row selection of just those rows. Rows stream in commit order,
+        file by file, up to :func:`deltadv.num_threads` files read at once.
         """
         schema, tasks = self.cdf_tasks(
             starting_version,
@@ -1314,8 +1316,10 @@ class DeltaTable:
             columns,
             predicate,
         )
-        batches = itertools.chain.from_iterable(t.read() for t in tasks)
-        return pa.RecordBatchReader.from_batches(schema, batches)
+        if not tasks:
+            return pa.RecordBatchReader.from_batches(schema, [])
+        native = read_scan_tasks([t.json for t in tasks], self._raw.storage_options or None)
+        return pa.RecordBatchReader.from_batches(schema, (pa.record_batch(b) for b in native))
 
     def cdf_tasks(
         self,

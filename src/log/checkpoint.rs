@@ -25,7 +25,10 @@ use crate::format::descriptor::DeletionVectorDescriptor;
 use crate::log::actions::{Action, Add};
 
 pub mod read;
-pub use read::{decode, decode_parquet, sidecar_location, CheckpointData};
+pub use read::{
+    decode, decode_parquet, decode_parquet_on, decode_pieces, sidecar_location, CheckpointData,
+    Pieces,
+};
 
 fn err(file: &str, detail: impl std::fmt::Display) -> Error {
     Error::CorruptLog {

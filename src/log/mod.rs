@@ -7,6 +7,8 @@ pub mod checkpoint;
 pub mod features;
 /// Duration table properties (`interval 1 week`).
 pub mod interval;
+/// CPU work over a checkpoint's rows on scoped threads (pure: no I/O, no runtime).
+pub mod parallel;
 /// Typed names of the files in `_delta_log` (commits, checkpoints, compactions, CRC, `_last_checkpoint`, sidecars), and [`path::normalize_path`] for the file paths actions record.
 pub mod path;
 pub mod replay;

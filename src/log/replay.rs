@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, Add, DomainMetadata, Metadata, Protocol, Remove, Txn};
+use crate::log::parallel::map_ranges;
 use crate::log::path::normalize_path;
 
 /// The reconciliation key of a file action.
@@ -110,30 +111,37 @@ impl Replayer {
 
     /// Indexes of the checkpoint `add` rows that are still live: rows holding
     /// an add whose (path, DV id) no newer commit has touched. Only rows whose
-    /// path a commit touched need their key built.
-    pub fn checkpoint_live_rows(&self, adds: &crate::log::checkpoint::AddColumns) -> Vec<usize> {
+    /// path a commit touched need their key built. Ranges of rows are checked
+    /// on up to `threads` threads ([`map_ranges`]); the result is the same.
+    pub fn checkpoint_live_rows(
+        &self,
+        adds: &crate::log::checkpoint::AddColumns,
+        threads: usize,
+    ) -> Result<Vec<usize>> {
         let touched: HashSet<&str> = self.seen.iter().map(|(p, _)| p.as_str()).collect();
-        (0..adds.len())
-            .filter(|&i| {
-                if !adds.is_add(i) {
-                    return false;
-                }
-                if touched.is_empty() {
-                    return true;
-                }
-                let raw = adds.raw_path(i);
-                let decoded: std::borrow::Cow<'_, str> = if raw.contains('%') {
-                    std::borrow::Cow::Owned(normalize_path(raw))
-                } else {
-                    std::borrow::Cow::Borrowed(raw)
-                };
-                if !touched.contains(decoded.as_ref()) {
-                    return true;
-                }
-                let key = (decoded.into_owned(), adds.dv_unique_id(i));
-                !self.seen.contains(&key)
-            })
-            .collect()
+        let live = |i: usize| {
+            if !adds.is_add(i) {
+                return false;
+            }
+            if touched.is_empty() {
+                return true;
+            }
+            let raw = adds.raw_path(i);
+            let decoded: std::borrow::Cow<'_, str> = if raw.contains('%') {
+                std::borrow::Cow::Owned(normalize_path(raw))
+            } else {
+                std::borrow::Cow::Borrowed(raw)
+            };
+            if !touched.contains(decoded.as_ref()) {
+                return true;
+            }
+            let key = (decoded.into_owned(), adds.dv_unique_id(i));
+            !self.seen.contains(&key)
+        };
+        let parts = map_ranges(adds.len(), threads, |rows| {
+            rows.filter(|&i| live(i)).collect::<Vec<usize>>()
+        })?;
+        Ok(parts.concat())
     }
 
     /// Whether protocol and metadata are both known (older files can't change them).

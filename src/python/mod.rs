@@ -719,6 +719,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::remove_uncommitted, m)?)?;
     m.add_function(wrap_pyfunction!(write::canonical_table_property, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::read_scan_task, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::read_scan_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::scan_task_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ENGINE_INFO", crate::write::ENGINE_INFO)?;

@@ -238,6 +238,44 @@ pub fn read_scan_task(
     Ok(BatchReader::new(schema, stream))
 }
 
+/// Stream scan tasks (their JSON; a change data feed's, in commit order) as
+/// one stream of Arrow batches with the first task's schema: up to
+/// `num_threads()` tasks read at once, in task order, or as decoded when not
+/// `ordered` (see `scan::cdf::stream_tasks`). At least one task.
+#[pyfunction]
+#[pyo3(signature = (tasks, storage_options=None, ordered=true))]
+pub fn read_scan_tasks(
+    py: Python<'_>,
+    tasks: Vec<String>,
+    storage_options: Option<HashMap<String, String>>,
+    ordered: bool,
+) -> PyResult<BatchReader> {
+    let (schema, stream) = py
+        .detach(|| -> crate::Result<_> {
+            let options = storage_options.unwrap_or_default();
+            let tasks = tasks
+                .iter()
+                .map(|t| crate::scan::task::ScanTask::from_json(t, options.clone()))
+                .collect::<crate::Result<Vec<_>>>()?;
+            let schema = tasks
+                .first()
+                .ok_or_else(|| {
+                    crate::Error::InvalidArgument(
+                        "read_scan_tasks: no tasks (at least one is needed for the schema)".into(),
+                    )
+                })?
+                .output_schema()?;
+            let read = crate::scan::ReadOptions {
+                ordered,
+                ..crate::scan::ReadOptions::default()
+            };
+            let stream = block_on(async move { crate::scan::cdf::stream_tasks(tasks, read) })?;
+            Ok((schema, stream))
+        })
+        .map_err(to_py)?;
+    Ok(BatchReader::new(schema, stream))
+}
+
 /// The Arrow schema a scan task returns.
 #[pyfunction]
 pub fn scan_task_schema(task: &str) -> PyResult<ArrowSchema> {

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::{Schema, SchemaRef};
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 
 use super::task::{change_columns, ScanTask, TaskChange};
-use super::{ScanFile, ScanSpec};
+use super::{BatchStream, ReadOptions, ScanFile, ScanSpec};
 use crate::error::{Error, Result};
 use crate::expr::{Binding, Filter, Predicate};
 use crate::io::TableStore;
@@ -154,6 +154,48 @@ pub(crate) fn change_task(
         commit_timestamp: timestamp,
     });
     task
+}
+
+/// Read `tasks` (a [`ChangePlan`]'s, in commit order) as one stream, in task
+/// order and in row order within a task when `options.ordered` (else as
+/// decoded): up to `options.threads` tasks are read at once (each started,
+/// its DV loaded and its footer fetched, as it enters the window), each task
+/// decoding its file's pieces on its share of the threads, so a feed of many
+/// small change files keeps every thread busy and one large file still
+/// decodes in parallel. At most threads + 1 tasks are live when ordered
+/// (the one being consumed and those read ahead), each holding at most its
+/// share + 1 pieces of [`ReadOptions::read_ahead_bytes`].
+///
+/// Must be called within the runtime.
+pub fn stream_tasks(tasks: Vec<ScanTask>, options: ReadOptions) -> BatchStream {
+    let threads = options.threads.max(1);
+    let at_once = threads.min(tasks.len()).max(1);
+    let per_task = ReadOptions {
+        threads: threads.div_ceil(at_once),
+        ..options
+    };
+    let start = move |task: ScanTask| -> BatchStream {
+        crate::io::spawn_now(async move { task.stream_with(per_task).await })
+            .map(|started| started.and_then(|stream| stream))
+            .into_stream()
+            .try_flatten()
+            .boxed()
+    };
+    let failed = |why| {
+        Err(Error::Internal(format!(
+            "scheduling the change data feed's reads failed: {why}"
+        )))
+    };
+    let tasks = futures::stream::iter(tasks);
+    if options.ordered {
+        crate::io::spawn_window(tasks, at_once + 1, start, failed)
+            .flatten()
+            .boxed()
+    } else {
+        crate::io::spawn_window(tasks, at_once, start, failed)
+            .flatten_unordered(None)
+            .boxed()
+    }
 }
 
 /// Plan a change data feed read of the table at `store` (`table_uri` and

@@ -20,6 +20,7 @@ use crate::log::actions::{
 };
 use crate::log::checkpoint::{self, AddColumns, CheckpointData};
 use crate::log::features;
+use crate::log::parallel::map_ranges;
 use crate::log::path::normalize_path;
 use crate::log::path::{LogPath, LOG_DIR};
 use crate::log::replay::Replayer;
@@ -74,6 +75,43 @@ impl LiveFile {
             .map_or(0, |d| d.cardinality() as i64);
         self.num_records.map(|n| n - deleted)
     }
+}
+
+/// A live file of a snapshot where the snapshot keeps it: parsed from a
+/// commit, or a row of a checkpoint's columnar adds.
+enum FileRef<'a> {
+    Commit(&'a LiveFile),
+    Checkpoint(&'a AddColumns, usize),
+}
+
+/// The adds of commits as [`LiveFile`]s, their paths decoded and stats
+/// parsed in ranges on up to `threads` threads; the first error in order.
+fn live_files(adds: Vec<Add>, threads: usize) -> Result<Vec<LiveFile>> {
+    let parsed = map_ranges(adds.len(), threads, |range| {
+        adds.get(range)
+            .unwrap_or_default()
+            .iter()
+            .map(|a| {
+                Ok((
+                    normalize_path(&a.path),
+                    record_count(a.stats.as_deref(), &a.path)?,
+                ))
+            })
+            .collect::<Result<Vec<(String, RecordCount)>>>()
+    })?;
+    let mut out = Vec::with_capacity(adds.len());
+    let mut adds = adds.into_iter();
+    for part in parsed {
+        for ((path, counts), add) in part?.into_iter().zip(adds.by_ref()) {
+            out.push(LiveFile {
+                path,
+                num_records: counts.num_records,
+                tight_bounds: counts.tight_bounds,
+                add,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The state of a table at one version.
@@ -214,7 +252,7 @@ impl Snapshot {
                 data.check_hint(h, cv, &name)?;
             }
             for adds in data.adds {
-                let live = replayer.checkpoint_live_rows(&adds);
+                let live = replayer.checkpoint_live_rows(&adds, crate::io::num_threads())?;
                 checkpoint_adds.push((adds, live));
             }
             replayer.apply_checkpoint(data.others);
@@ -236,11 +274,7 @@ impl Snapshot {
         let schema = StructType::parse(&metadata.schema_string)?;
         features::check_type_changes(&protocol, &schema)?;
         let column_mapping = schema::column_mapping_mode(&metadata.configuration)?;
-        let commit_files = result
-            .files
-            .into_iter()
-            .map(LiveFile::new)
-            .collect::<Result<Vec<_>>>()?;
+        let commit_files = live_files(result.files, crate::io::num_threads())?;
         Ok(Snapshot {
             version: segment.version,
             segment,
@@ -287,14 +321,24 @@ impl Snapshot {
                 .sum::<usize>()
     }
 
-    /// All live files, materialized (commit files first, then checkpoint rows).
+    /// All live files, materialized (commit files first, then checkpoint
+    /// rows); ranges of checkpoint rows (their stats parsed) on up to
+    /// [`crate::io::num_threads`] threads, the first error in file order.
     pub fn files(&self) -> Result<Vec<LiveFile>> {
+        let parts = map_ranges(self.num_files(), crate::io::num_threads(), |range| {
+            let mut out = Vec::with_capacity(range.len());
+            self.each_file_in(range, |file| {
+                out.push(match file {
+                    FileRef::Commit(f) => f.clone(),
+                    FileRef::Checkpoint(adds, i) => LiveFile::new(adds.add(i)?)?,
+                });
+                Ok(())
+            })?;
+            Ok::<_, Error>(out)
+        })?;
         let mut out = Vec::with_capacity(self.num_files());
-        out.extend(self.commit_files.iter().cloned());
-        for (adds, live) in &self.checkpoint_adds {
-            for &i in live {
-                out.push(LiveFile::new(adds.add(i)?)?);
-            }
+        for part in parts {
+            out.extend(part?);
         }
         Ok(out)
     }
@@ -422,12 +466,45 @@ impl Snapshot {
         Ok(with_dv.iter().map(|(i, _)| *i).zip(loaded).collect())
     }
 
-    /// The live files as one Arrow batch (column names as deltalake's
-    /// `get_add_actions`): path, size_bytes, modification_time, data_change,
-    /// num_records, logical_rows, tight_bounds, the DV descriptor fields, and
-    /// `partition` (a struct of typed columns, logical names).
-    pub fn files_batch(&self) -> Result<RecordBatch> {
-        let n = self.num_files();
+    /// The live files in `range` of [`Snapshot::files`] order, each as a
+    /// [`FileRef`] (nothing materialized), in order.
+    fn each_file_in(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(FileRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut base = 0;
+        let commits = self.commit_files.len();
+        for file in self
+            .commit_files
+            .iter()
+            .take(range.end.min(commits))
+            .skip(range.start)
+        {
+            f(FileRef::Commit(file))?;
+        }
+        base += commits;
+        for (adds, live) in &self.checkpoint_adds {
+            let (from, to) = (range.start.max(base), range.end.min(base + live.len()));
+            if from < to {
+                for &i in live.iter().take(to - base).skip(from - base) {
+                    f(FileRef::Checkpoint(adds, i))?;
+                }
+            }
+            base += live.len();
+        }
+        Ok(())
+    }
+
+    /// The columns of [`Snapshot::files_batch`] but `partition` for the live
+    /// files in `range`, and their partition values when `partitioned`.
+    #[allow(clippy::type_complexity)]
+    fn files_columns(
+        &self,
+        range: std::ops::Range<usize>,
+        partitioned: bool,
+    ) -> Result<(Vec<ArrayRef>, Vec<HashMap<String, Option<String>>>)> {
+        let n = range.len();
         let mut path = StringBuilder::with_capacity(n, n * 64);
         let mut size = Int64Builder::with_capacity(n);
         let mut mtime = Int64Builder::with_capacity(n);
@@ -441,7 +518,6 @@ impl Snapshot {
         let mut dv_size = Int64Builder::with_capacity(n);
         let mut dv_card = Int64Builder::with_capacity(n);
         let mut dv_id = StringBuilder::new();
-        let partitioned = !self.metadata.partition_columns.is_empty();
         let mut partition_maps: Vec<HashMap<String, Option<String>>> = Vec::new();
         let mut push_dv = |d: Option<&crate::DeletionVectorDescriptor>| match d {
             Some(d) => {
@@ -461,42 +537,105 @@ impl Snapshot {
                 dv_id.append_null();
             }
         };
-        for f in &self.commit_files {
-            path.append_value(&f.path);
-            size.append_value(f.add.size);
-            mtime.append_value(f.add.modification_time);
-            data_change.append_value(f.add.data_change);
-            num_records.append_option(f.num_records);
-            logical.append_option(f.logical_rows());
-            tight.append_value(f.tight_bounds.unwrap_or(true));
-            push_dv(f.add.deletion_vector.as_ref());
-            if partitioned {
-                partition_maps.push(f.add.partition_values.clone());
-            }
-        }
-        for (adds, live) in &self.checkpoint_adds {
-            for &i in live {
-                let raw = adds.raw_path(i);
-                if raw.contains('%') {
-                    path.append_value(normalize_path(raw));
-                } else {
-                    path.append_value(raw);
+        self.each_file_in(range, |file| {
+            match file {
+                FileRef::Commit(f) => {
+                    path.append_value(&f.path);
+                    size.append_value(f.add.size);
+                    mtime.append_value(f.add.modification_time);
+                    data_change.append_value(f.add.data_change);
+                    num_records.append_option(f.num_records);
+                    logical.append_option(f.logical_rows());
+                    tight.append_value(f.tight_bounds.unwrap_or(true));
+                    push_dv(f.add.deletion_vector.as_ref());
+                    if partitioned {
+                        partition_maps.push(f.add.partition_values.clone());
+                    }
                 }
-                size.append_value(adds.size(i));
-                mtime.append_value(adds.modification_time(i));
-                data_change.append_value(adds.data_change(i));
-                let (records, tight_bounds) = adds.record_count(i)?;
-                let descriptor = adds.descriptor(i)?;
-                let deleted = descriptor.as_ref().map_or(0, |d| d.cardinality() as i64);
-                num_records.append_option(records);
-                logical.append_option(records.map(|r| r - deleted));
-                tight.append_value(tight_bounds.unwrap_or(true));
-                push_dv(descriptor.as_ref());
-                if partitioned {
-                    partition_maps.push(adds.partition_values(i));
+                FileRef::Checkpoint(adds, i) => {
+                    let raw = adds.raw_path(i);
+                    if raw.contains('%') {
+                        path.append_value(normalize_path(raw));
+                    } else {
+                        path.append_value(raw);
+                    }
+                    size.append_value(adds.size(i));
+                    mtime.append_value(adds.modification_time(i));
+                    data_change.append_value(adds.data_change(i));
+                    let (records, tight_bounds) = adds.record_count(i)?;
+                    let descriptor = adds.descriptor(i)?;
+                    let deleted = descriptor.as_ref().map_or(0, |d| d.cardinality() as i64);
+                    num_records.append_option(records);
+                    logical.append_option(records.map(|r| r - deleted));
+                    tight.append_value(tight_bounds.unwrap_or(true));
+                    push_dv(descriptor.as_ref());
+                    if partitioned {
+                        partition_maps.push(adds.partition_values(i));
+                    }
                 }
             }
+            Ok(())
+        })?;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(path.finish()),
+            Arc::new(size.finish()),
+            Arc::new(mtime.finish()),
+            Arc::new(data_change.finish()),
+            Arc::new(num_records.finish()),
+            Arc::new(logical.finish()),
+            Arc::new(tight.finish()),
+            Arc::new(dv_type.finish()),
+            Arc::new(dv_path.finish()),
+            Arc::new(dv_offset.finish()),
+            Arc::new(dv_size.finish()),
+            Arc::new(dv_card.finish()),
+            Arc::new(dv_id.finish()),
+        ];
+        Ok((columns, partition_maps))
+    }
+
+    /// The live files as one Arrow batch (column names as deltalake's
+    /// `get_add_actions`): path, size_bytes, modification_time, data_change,
+    /// num_records, logical_rows, tight_bounds, the DV descriptor fields, and
+    /// `partition` (a struct of typed columns, logical names). The stats
+    /// (numRecords, tightBounds) and DV descriptors of ranges of files are
+    /// parsed on up to [`crate::io::num_threads`] threads.
+    pub fn files_batch(&self) -> Result<RecordBatch> {
+        self.files_batch_on(crate::io::num_threads())
+    }
+
+    /// [`Snapshot::files_batch`] on up to `threads` threads (the same batch
+    /// whatever the number).
+    pub fn files_batch_on(&self, threads: usize) -> Result<RecordBatch> {
+        let n = self.num_files();
+        let partitioned = !self.metadata.partition_columns.is_empty();
+        let parts = map_ranges(n, threads, |range| self.files_columns(range, partitioned))?
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        let mut partition_maps = Vec::new();
+        let mut chunks: Vec<Vec<ArrayRef>> = Vec::new();
+        for (columns, maps) in parts {
+            chunks.push(columns);
+            partition_maps.extend(maps);
         }
+        let mut joined: Vec<ArrayRef> = Vec::new();
+        for c in 0..chunks.first().map_or(0, Vec::len) {
+            let pieces: Vec<&dyn Array> = chunks
+                .iter()
+                .filter_map(|columns| columns.get(c).map(|a| a.as_ref()))
+                .collect();
+            joined.push(match pieces.as_slice() {
+                [one] => one.slice(0, one.len()),
+                _ => arrow_select::concat::concat(&pieces)
+                    .map_err(|e| Error::Schema(e.to_string()))?,
+            });
+        }
+        let mut joined = joined.into_iter();
+        let mut next = || {
+            joined
+                .next()
+                .ok_or_else(|| Error::Internal("a files_batch column is missing".into()))
+        };
         let values: Vec<&HashMap<String, Option<String>>> = partition_maps.iter().collect();
         let partitions = if partitioned {
             schema::partition_arrays(
@@ -518,19 +657,19 @@ impl Snapshot {
             )
         };
         let columns: Vec<(&str, ArrayRef, bool)> = vec![
-            ("path", Arc::new(path.finish()), false),
-            ("size_bytes", Arc::new(size.finish()), false),
-            ("modification_time", Arc::new(mtime.finish()), false),
-            ("data_change", Arc::new(data_change.finish()), false),
-            ("num_records", Arc::new(num_records.finish()), true),
-            ("logical_rows", Arc::new(logical.finish()), true),
-            ("tight_bounds", Arc::new(tight.finish()), false),
-            ("dv_storage_type", Arc::new(dv_type.finish()), true),
-            ("dv_path_or_inline_dv", Arc::new(dv_path.finish()), true),
-            ("dv_offset", Arc::new(dv_offset.finish()), true),
-            ("dv_size_in_bytes", Arc::new(dv_size.finish()), true),
-            ("dv_cardinality", Arc::new(dv_card.finish()), true),
-            ("dv_unique_id", Arc::new(dv_id.finish()), true),
+            ("path", next()?, false),
+            ("size_bytes", next()?, false),
+            ("modification_time", next()?, false),
+            ("data_change", next()?, false),
+            ("num_records", next()?, true),
+            ("logical_rows", next()?, true),
+            ("tight_bounds", next()?, false),
+            ("dv_storage_type", next()?, true),
+            ("dv_path_or_inline_dv", next()?, true),
+            ("dv_offset", next()?, true),
+            ("dv_size_in_bytes", next()?, true),
+            ("dv_cardinality", next()?, true),
+            ("dv_unique_id", next()?, true),
             ("partition", partition_struct, false),
         ];
         let fields: Vec<Field> = columns
@@ -682,26 +821,41 @@ fn in_commit_timestamp(bytes: &[u8]) -> Option<i64> {
 
 /// Fetch a checkpoint (classic single/multi-part, or V2 with sidecars) and
 /// decode it on the blocking pool ([`checkpoint::read`] does the decoding).
+/// Checkpoint parquet parts at least this big are fetched as `num_threads()`
+/// ranges at once (their allocation, page faults and copies spread over the
+/// threads) and decoded from the pieces.
+const RANGED_CHECKPOINT_BYTES: u64 = 8 << 20;
+
+/// The checkpoint part `f` (listed with its size): one GET, or with several
+/// threads and a big parquet part, `threads` ranged GETs at once.
+async fn fetch_part(store: &TableStore, f: &LogFile, threads: usize) -> Result<Vec<Bytes>> {
+    let path = store.path(&f.relative_path());
+    if threads <= 1 || f.size < RANGED_CHECKPOINT_BYTES || f.is_json_checkpoint() {
+        return Ok(vec![store.get(&path).await?]);
+    }
+    let step = f.size.div_ceil(threads as u64);
+    let ranges = (0..threads as u64)
+        .map(|k| (k * step).min(f.size)..((k + 1) * step).min(f.size))
+        .filter(|r| !r.is_empty());
+    futures::future::try_join_all(ranges.map(|r| store.get_range(&path, r))).await
+}
+
 async fn read_checkpoint(store: &TableStore, files: &[LogFile]) -> Result<CheckpointData> {
-    let fetched: Vec<(String, Bytes)> =
+    let threads = crate::io::num_threads();
+    let fetched: Vec<(String, Vec<Bytes>)> =
         futures::future::try_join_all(files.iter().map(|f| async move {
-            let name = f.relative_path();
-            let bytes = store.get(&store.path(&name)).await?;
-            Ok::<_, Error>((name, bytes))
+            Ok::<_, Error>((f.relative_path(), fetch_part(store, f, threads).await?))
         }))
         .await?;
     // The parts (and below, the sidecars) decoded at once on the blocking
     // pool, up to the threads deltadv works with; absorbed in order.
-    let threads = crate::io::num_threads();
-    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> = futures::stream::iter(
-        fetched
-            .into_iter()
-            .zip(files)
-            .map(|((name, bytes), f)| decode_blocking(bytes, name, f.is_json_checkpoint())),
-    )
-    .buffered(threads)
-    .try_collect()
-    .await?;
+    let parsed: Vec<(Vec<AddColumns>, Vec<Action>)> =
+        futures::stream::iter(fetched.into_iter().zip(files).map(|((name, pieces), f)| {
+            decode_pieces_blocking(pieces, name, f.is_json_checkpoint())
+        }))
+        .buffered(threads)
+        .try_collect()
+        .await?;
     let mut data = CheckpointData::default();
     for (adds, others) in parsed {
         data.absorb(adds, others);
@@ -733,7 +887,23 @@ async fn decode_blocking(
     name: String,
     json: bool,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
-    crate::io::spawn_blocking(move || checkpoint::decode(bytes, &name, json)).await?
+    let threads = crate::io::num_threads();
+    crate::io::spawn_blocking(move || checkpoint::decode(bytes, &name, json, threads)).await?
+}
+
+/// [`decode_blocking`] of a part fetched as consecutive pieces.
+async fn decode_pieces_blocking(
+    mut pieces: Vec<Bytes>,
+    name: String,
+    json: bool,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    if pieces.len() == 1 {
+        if let Some(bytes) = pieces.pop() {
+            return decode_blocking(bytes, name, json).await;
+        }
+    }
+    let threads = crate::io::num_threads();
+    crate::io::spawn_blocking(move || checkpoint::decode_pieces(pieces, &name, threads)).await?
 }
 
 #[cfg(test)]

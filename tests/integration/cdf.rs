@@ -291,3 +291,137 @@ fn ranges_and_refusals() {
     let e = changes(&plain, &ChangeOptions::default()).unwrap_err();
     assert!(e.to_string().contains("delta.enableChangeDataFeed"), "{e}");
 }
+
+/// (id, g, _change_type, _commit_version) of `batches`' rows, in order.
+fn rows_of(batches: &[RecordBatch]) -> Vec<Change> {
+    let mut out = Vec::new();
+    for b in batches {
+        let col = |n: &str| b.column_by_name(n).unwrap().clone();
+        let (id, g, t, v) = (
+            col("id"),
+            col("g"),
+            col("_change_type"),
+            col("_commit_version"),
+        );
+        let id = id.as_any().downcast_ref::<Int64Array>().unwrap();
+        let g = g.as_any().downcast_ref::<StringArray>().unwrap();
+        let t = t.as_any().downcast_ref::<StringArray>().unwrap();
+        let v = v.as_any().downcast_ref::<Int64Array>().unwrap();
+        for i in 0..b.num_rows() {
+            out.push(change(id.value(i), g.value(i), t.value(i), v.value(i)));
+        }
+    }
+    out
+}
+
+#[test]
+fn tasks_read_at_once_keep_commit_and_row_order() {
+    use deltadv::scan::cdf::stream_tasks;
+    use deltadv::scan::ReadOptions;
+    use deltadv::write::data::WriterOptions;
+    use deltadv::write::files::SaveMode;
+    use futures::TryStreamExt;
+
+    // Many files of several row groups over three appends, then a DELETE
+    // with DVs (rows read back by DV difference) and an UPDATE (cdc files).
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    for (v, (from, n)) in [(0i64, 600i64), (600, 300), (900, 900)]
+        .into_iter()
+        .enumerate()
+    {
+        let batch = RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(from..from + n)) as ArrayRef,
+                Arc::new(StringArray::from_iter_values(
+                    (from..from + n).map(|i| format!("g{}", i % 3)),
+                )),
+            ],
+        )
+        .unwrap();
+        let mut options = WriteOptions {
+            mode: if v == 0 {
+                SaveMode::ErrorIfExists
+            } else {
+                SaveMode::Append
+            },
+            partition_by: vec!["g".into()],
+            writer: WriterOptions {
+                max_rows_per_file: Some(70),
+                row_group_rows: Some(16),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        options
+            .configuration
+            .insert("delta.enableChangeDataFeed".into(), "true".into());
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema());
+        block_on(write_table(&store, reader, &options))
+            .unwrap()
+            .unwrap();
+    }
+    let listed = |ids: Vec<i64>| {
+        let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+        format!("id IN ({})", ids.join(", "))
+    };
+    let deleted: Vec<i64> = (0..1800).filter(|i| i % 7 == 3).collect();
+    let updated: Vec<i64> = (0..1800).filter(|i| i % 11 == 5 && i % 7 != 3).collect();
+    block_on(delete_where(
+        &snapshot(&store),
+        Some(&listed(deleted.clone())),
+        &DeleteOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    block_on(update_where(
+        &snapshot(&store),
+        Some(&listed(updated.clone())),
+        &[("g".into(), "'g9'".into())],
+        &DmlOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+
+    let plan = block_on(plan_changes(
+        &store,
+        store.url().as_ref(),
+        &HashMap::new(),
+        &ChangeOptions::default(),
+    ))
+    .unwrap()
+    .unwrap();
+    assert!(plan.tasks.len() > 40, "{} tasks", plan.tasks.len());
+    // One task after the other, each read on its own: the order to keep.
+    let mut one_by_one = Vec::new();
+    for task in &plan.tasks {
+        one_by_one.extend(block_on(task.read()).unwrap().unwrap());
+    }
+    let expected = rows_of(&one_by_one);
+    assert_eq!(expected.len(), 1800 + deleted.len() + 2 * updated.len());
+    let versions: Vec<i64> = expected.iter().map(|c| c.3).collect();
+    assert!(versions.is_sorted(), "commit order");
+    let read = |threads: usize, ordered: bool| {
+        let options = ReadOptions {
+            threads,
+            ordered,
+            ..ReadOptions::default()
+        };
+        let tasks = plan.tasks.clone();
+        let batches: Vec<RecordBatch> =
+            block_on(async move { stream_tasks(tasks, options).try_collect().await })
+                .unwrap()
+                .unwrap();
+        assert!(batches.iter().all(|b| b.schema() == plan.schema));
+        rows_of(&batches)
+    };
+    for threads in [1, 2, 3, 8] {
+        assert_eq!(read(threads, true), expected, "{threads} threads");
+    }
+    let mut unordered = read(4, false);
+    unordered.sort();
+    let mut sorted = expected.clone();
+    sorted.sort();
+    assert_eq!(unordered, sorted);
+}

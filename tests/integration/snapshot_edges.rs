@@ -317,3 +317,182 @@ fn snapshot_through_a_checkpoint_keeps_dv_identity() {
     );
     assert_eq!(s.logical_rows(), Some(2 + 7));
 }
+
+#[test]
+fn many_files_are_listed_alike_on_any_number_of_threads() {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use std::collections::BTreeMap;
+
+    // 12,000 files in a checkpoint (its rows checked and listed in ranges on
+    // several threads), every 10th with a DV, every 13th path URL-encoded;
+    // then a commit removing some, rewriting the DV of others and adding new.
+    let t = Table::new();
+    let name = |k: u64| {
+        if k.is_multiple_of(13) {
+            format!("dir%20{k}.parquet")
+        } else {
+            format!("f{k}.parquet")
+        }
+    };
+    let dv = |k: u64| {
+        k.is_multiple_of(10)
+            .then(|| inline_dv(&[k % 7, 100 + k % 5]))
+    };
+    let rows = |k: u64| 1_000 + k as i64;
+    let adds: Vec<_> = (0..12_000)
+        .map(|k| add(&name(k), 100 + k, rows(k), dv(k).as_ref()))
+        .collect();
+    t.create(json!({}), &adds);
+    block_on(checkpoint::write(&t.load(None).unwrap()))
+        .unwrap()
+        .unwrap();
+    // path (decoded) -> (numRecords, rows the DV deletes)
+    let mut expected: BTreeMap<String, (i64, u64)> = (0..12_000)
+        .map(|k| {
+            let deleted = dv(k).map_or(0, |d| d.cardinality());
+            (name(k).replace("%20", " "), (rows(k), deleted))
+        })
+        .collect();
+    let mut v1 = Vec::new();
+    for k in (5..12_000).step_by(97) {
+        v1.push(remove(&name(k), now_ms(), dv(k).as_ref()));
+        expected.remove(&name(k).replace("%20", " "));
+    }
+    for k in (3..12_000).step_by(101) {
+        let new = inline_dv(&[1, 2, 3, 4, 500 + k]);
+        v1.push(remove(&name(k), now_ms(), dv(k).as_ref()));
+        v1.push(add(&name(k), 100 + k, rows(k), Some(&new)));
+        expected.insert(name(k).replace("%20", " "), (rows(k), 5));
+    }
+    for k in 0..50 {
+        v1.push(add(&format!("new{k}.parquet"), 10, 7, None));
+        expected.insert(format!("new{k}.parquet"), (7, 0));
+    }
+    t.commit(1, &v1);
+
+    let s = t.load(None).unwrap();
+    assert_eq!(s.segment().checkpoint_version, Some(0));
+    let one = s.files_batch_on(1).unwrap();
+    for threads in [2, 3, 5] {
+        assert_eq!(s.files_batch_on(threads).unwrap(), one, "{threads} threads");
+    }
+    let col = |n: &str| one.column_by_name(n).unwrap().clone();
+    let (path, records, card) = (col("path"), col("num_records"), col("dv_cardinality"));
+    let path = path.as_any().downcast_ref::<StringArray>().unwrap();
+    let records = records.as_any().downcast_ref::<Int64Array>().unwrap();
+    let card = card.as_any().downcast_ref::<Int64Array>().unwrap();
+    let listed: BTreeMap<String, (i64, u64)> = (0..one.num_rows())
+        .map(|i| {
+            let deleted = if card.is_null(i) {
+                0
+            } else {
+                card.value(i) as u64
+            };
+            (path.value(i).to_string(), (records.value(i), deleted))
+        })
+        .collect();
+    assert_eq!(listed.len(), one.num_rows(), "no path twice");
+    assert_eq!(listed, expected);
+    // The materialized files (ranges of them on this machine's threads) in
+    // the same order.
+    let files = s.files().unwrap();
+    let in_order: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        in_order,
+        (0..path.len()).map(|i| path.value(i)).collect::<Vec<_>>()
+    );
+    assert!(files
+        .iter()
+        .all(|f| f.num_records == Some(expected[&f.path].0)));
+}
+
+#[test]
+fn a_big_checkpoint_is_fetched_in_ranges_and_read_as_a_whole() {
+    use deltadv::io::TableStore;
+
+    // 4,000 adds whose stats carry ~2.6 kB of incompressible text: a
+    // checkpoint over 8 MiB, fetched as one range per thread and decoded from
+    // the pieces (pages straddle the cuts).
+    let t = Table::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise = |n: usize| -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        (0..n)
+            .map(|_| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                char::from(ALPHABET[(seed >> 58) as usize])
+            })
+            .collect()
+    };
+    let adds: Vec<_> = (0..4_000_i64)
+        .map(|k| {
+            let mut a = add(&format!("f{k}.parquet"), 10, k, None);
+            a["add"]["stats"] =
+                json!(json!({"numRecords": k, "minValues": {"s": noise(2_600)}}).to_string());
+            a
+        })
+        .collect();
+    t.create(json!({}), &adds);
+    block_on(checkpoint::write(&t.load(None).unwrap()))
+        .unwrap()
+        .unwrap();
+    let size = fs::metadata(t.log_file(&LogPath::checkpoint(0)))
+        .unwrap()
+        .len();
+    assert!(size > 8 << 20, "checkpoint of {size} bytes");
+    t.commit(1, &[remove("f7.parquet", now_ms(), None)]);
+
+    let store = TableStore::open(t.root(), &Default::default()).unwrap();
+    let s = block_on(Snapshot::load(store.clone(), None))
+        .unwrap()
+        .unwrap();
+    let files = s.files().unwrap();
+    assert_eq!(files.len(), 3_999);
+    let records: Vec<(String, Option<i64>)> = files
+        .iter()
+        .map(|f| (f.path.clone(), f.num_records))
+        .collect();
+    let expected: Vec<(String, Option<i64>)> = (0..4_000_i64)
+        .filter(|&k| k != 7)
+        .map(|k| (format!("f{k}.parquet"), Some(k)))
+        .collect();
+    assert_eq!(records, expected);
+    // _last_checkpoint, the checkpoint (one GET per thread), commit 1.
+    let threads = deltadv::io::num_threads() as u64;
+    let gets = store.counts().gets;
+    assert_eq!(gets, 2 + threads, "{gets} GETs at {threads} threads");
+}
+
+#[test]
+fn many_commit_adds_parse_their_stats_in_ranges() {
+    use std::collections::BTreeMap;
+
+    // 10,000 adds in one commit (no checkpoint): paths decoded and stats
+    // parsed in ranges on this machine's threads.
+    let adds: Vec<_> = (0..10_000)
+        .map(|k| add(&format!("c%20{k}.parquet"), 1, k, None))
+        .collect();
+    let t = Table::new();
+    t.create(json!({}), &adds);
+    let s = t.load(None).unwrap();
+    let listed: BTreeMap<String, Option<i64>> = s
+        .files()
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.path, f.num_records))
+        .collect();
+    let expected: BTreeMap<String, Option<i64>> = (0..10_000)
+        .map(|k| (format!("c {k}.parquet"), Some(k)))
+        .collect();
+    assert_eq!(listed, expected);
+    assert_eq!(s.logical_rows(), Some((0..10_000).sum()));
+
+    // Stats that do not parse, far into the list: the error names that file.
+    let mut bad = adds;
+    bad[7_777]["add"]["stats"] = json!("{\"numRecords\": 3, oops}");
+    let t = Table::new();
+    t.create(json!({}), &bad);
+    let (file, detail) = corrupt(t.load(None).unwrap_err());
+    assert!(file.contains("c%207777.parquet"), "{file}");
+    assert!(detail.contains("invalid stats JSON"), "{detail}");
+}

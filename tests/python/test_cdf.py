@@ -24,6 +24,7 @@ import pytest
 
 import deltadv
 from deltadv import spark as dspark
+from deltadv.write import write_table
 from tests.python.dml_tables import N, Row, create_table, initial_model, small_table, table_files
 from tests.python.test_merge import _source
 
@@ -796,3 +797,52 @@ def test_merge_commit_without_changed_rows_yields_nothing(delta_spark: Any, tmp_
     _, rows = _table_changes(spark, path, startingVersion=2, endingVersion=2)
     want = [(i, f"v{i}", kind, 2) for i in range(10) for kind in ("delete", "insert")]
     assert _no_timestamps(rows) == _sorted(want)
+
+
+#: Prints ``[num_threads, [[id, _change_type, _commit_version], ...]]`` of the whole
+#: feed of the table at argv[1], in the order load_cdf streams it.
+_FEED_IN_ORDER = """
+import json, sys
+import deltadv
+rows = deltadv.DeltaTable(sys.argv[1]).load_cdf().read_all().to_pylist()
+feed = [[r["id"], r["_change_type"], r["_commit_version"]] for r in rows]
+print(json.dumps([deltadv.num_threads(), feed]))
+"""
+
+
+def test_load_cdf_reads_files_at_once_in_commit_order(tmp_path: Path) -> None:
+    """Many change files (24 inserted files, then a DELETE with DVs touching 6 of
+    them) read at 1 and at 4 threads, each in a fresh process (DELTADV_NUM_THREADS):
+    the same rows in the same order, commit by commit, and the rows a model of the
+    statements gives."""
+    import os
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    feed_on = {"delta.enableChangeDataFeed": "true"}
+    for v in range(3):
+        ids = pa.table({"id": pa.array(range(v * 400, (v + 1) * 400), pa.int64())})
+        mode = "error" if v == 0 else "append"
+        write_table(path, ids, mode=mode, configuration=feed_on, rows_per_file=50)
+    deltadv.DeltaTable(path).delete("id < 100 OR id >= 1100")
+    model = [[i, "insert", i // 400] for i in range(1200)]
+    model += [[i, "delete", 3] for i in range(1200) if i < 100 or i >= 1100]
+
+    def feed(threads: int) -> list[list[Any]]:
+        env = {**os.environ, "DELTADV_NUM_THREADS": str(threads)}
+        done = subprocess.run(
+            [sys.executable, "-c", _FEED_IN_ORDER, path],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got_threads, rows = json.loads(done.stdout)
+        assert got_threads == threads
+        return rows
+
+    one, four = feed(1), feed(4)
+    assert four == one
+    assert [r[2] for r in one] == sorted(r[2] for r in one), "commit order"
+    assert sorted(one) == sorted(model)

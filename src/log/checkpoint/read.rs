@@ -11,15 +11,18 @@
 //!                 table layer ─> decode() ─> absorbed into the same data
 //! ```
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::{ChunkReader, Length};
 
 use super::{split_batch, AddColumns};
 use crate::error::{Error, Result};
 use crate::log::actions::{self, Action};
+use crate::log::parallel::{map_ranges, MIN_ROWS_PER_THREAD};
 use crate::log::path::normalize_path;
 use crate::log::path::{LogPath, LOG_DIR, SIDECAR_DIR};
 use crate::log::segment::LastCheckpoint;
@@ -60,14 +63,152 @@ fn wanted_leaf(parts: &[String]) -> bool {
                 && matches!(third, "numRecords" | "tightBounds")))
 }
 
-/// Decode the checkpoint's leaves in `leaves` into record batches.
-fn read_leaves(bytes: Bytes, leaves: Vec<usize>, file: &str) -> Result<Vec<RecordBatch>> {
+/// A checkpoint file held as consecutive pieces (fetched as ranges at once
+/// by the table layer), read by parquet without joining them: a read within
+/// one piece is a slice of it; only a page that straddles two pieces is
+/// copied.
+///
+/// ```text
+/// file:    [ piece 0 | piece 1 | ... | piece n-1 ]
+/// starts:    0         len0      ...
+/// ```
+#[derive(Debug, Clone)]
+pub struct Pieces(Arc<PiecesInner>);
+
+#[derive(Debug)]
+struct PiecesInner {
+    /// Offset of each piece in the file (ascending, the first 0).
+    starts: Vec<u64>,
+    pieces: Vec<Bytes>,
+    len: u64,
+}
+
+impl Pieces {
+    /// The file made of `pieces`, in order.
+    pub fn new(pieces: Vec<Bytes>) -> Pieces {
+        let mut starts = Vec::with_capacity(pieces.len());
+        let mut len = 0u64;
+        for p in &pieces {
+            starts.push(len);
+            len += p.len() as u64;
+        }
+        Pieces(Arc::new(PiecesInner {
+            starts,
+            pieces,
+            len,
+        }))
+    }
+
+    /// The piece holding byte `pos` and the offset of `pos` in it.
+    fn at(&self, pos: u64) -> Option<(&Bytes, usize)> {
+        let k = self
+            .0
+            .starts
+            .partition_point(|&s| s <= pos)
+            .checked_sub(1)?;
+        let piece = self.0.pieces.get(k)?;
+        let off = usize::try_from(pos - self.0.starts.get(k)?).ok()?;
+        (off < piece.len()).then_some((piece, off))
+    }
+}
+
+impl Length for Pieces {
+    fn len(&self) -> u64 {
+        self.0.len
+    }
+}
+
+/// A reader of [`Pieces`] from an offset on.
+pub struct PiecesReader {
+    pieces: Pieces,
+    pos: u64,
+}
+
+impl std::io::Read for PiecesReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some((piece, off)) = self.pieces.at(self.pos) else {
+            return Ok(0); // at or past the end
+        };
+        let rest = piece.get(off..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
+            to.copy_from_slice(from);
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl ChunkReader for Pieces {
+    type T = PiecesReader;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<PiecesReader> {
+        if start > self.0.len {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "expected to read at offset {start}, while the file has length {}",
+                self.0.len
+            )));
+        }
+        Ok(PiecesReader {
+            pieces: self.clone(),
+            pos: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let eof = || {
+            parquet::errors::ParquetError::EOF(format!(
+                "expected to read {length} bytes at offset {start}, while the file has length {}",
+                self.0.len
+            ))
+        };
+        if start
+            .checked_add(length as u64)
+            .is_none_or(|end| end > self.0.len)
+        {
+            return Err(eof());
+        }
+        if length == 0 {
+            return Ok(Bytes::new());
+        }
+        let (piece, off) = self.at(start).ok_or_else(eof)?;
+        if let Some(within) = off.checked_add(length).filter(|&end| end <= piece.len()) {
+            return Ok(piece.slice(off..within));
+        }
+        let mut out = Vec::with_capacity(length);
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(self.get_read(start)?, length as u64),
+            &mut out,
+        )
+        .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+        if out.len() != length {
+            return Err(eof());
+        }
+        Ok(Bytes::from(out))
+    }
+}
+
+/// Decode the rows `rows` (all when `None`) of the checkpoint's leaves in
+/// `leaves` into record batches.
+fn read_leaves<R: ChunkReader + 'static>(
+    reader: R,
+    leaves: &[usize],
+    rows: Option<std::ops::Range<usize>>,
+    file: &str,
+) -> Result<Vec<RecordBatch>> {
     let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| parquet_error(file, e))?;
-    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
-    builder
+        ParquetRecordBatchReaderBuilder::try_new(reader).map_err(|e| parquet_error(file, e))?;
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
+    let mut builder = builder
         .with_projection(mask)
-        .with_batch_size(CHECKPOINT_BATCH_ROWS)
+        .with_batch_size(CHECKPOINT_BATCH_ROWS);
+    if let Some(rows) = rows {
+        builder = builder.with_row_selection(RowSelection::from(vec![
+            RowSelector::skip(rows.start),
+            RowSelector::select(rows.len()),
+        ]));
+    }
+    builder
         .build()
         .map_err(|e| parquet_error(file, e))?
         .map(|b| b.map_err(|e| parquet_error(file, e)))
@@ -75,77 +216,88 @@ fn read_leaves(bytes: Bytes, leaves: Vec<usize>, file: &str) -> Result<Vec<Recor
 }
 
 /// Decode checkpoint parquet (a classic part, a V2 top-level file or a
-/// sidecar): `add` rows stay columnar, other actions are parsed. `add.stats`
-/// (most of a checkpoint's bytes) is decoded on a second thread, in parallel
-/// with the other columns. `file` names the file in errors.
+/// sidecar) on the calling thread: `add` rows stay columnar, other actions
+/// are parsed. `file` names the file in errors.
 pub fn decode_parquet(bytes: Bytes, file: &str) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_parquet_on(bytes, file, 1)
+}
+
+/// [`decode_parquet`] on up to `threads` threads: ranges of rows (at least
+/// [`MIN_ROWS_PER_THREAD`] each) decoded and split into adds and other
+/// actions at once, each thread skipping the pages before its range; the
+/// result in row order, the same for any number of threads.
+pub fn decode_parquet_on(
+    bytes: Bytes,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_reader(bytes, file, threads)
+}
+
+/// [`decode_parquet_on`] of a file fetched as consecutive `pieces` (ranges
+/// fetched at once), decoded without joining them.
+pub fn decode_pieces(
+    pieces: Vec<Bytes>,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+    decode_reader(Pieces::new(pieces), file, threads)
+}
+
+fn decode_reader<R: ChunkReader + Clone + 'static>(
+    bytes: R,
+    file: &str,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
         .map_err(|e| parquet_error(file, e))?;
-    let (mut main, mut stats) = (Vec::new(), Vec::new());
-    for (i, c) in builder.parquet_schema().columns().iter().enumerate() {
-        let parts = c.path().parts();
-        if !wanted_leaf(parts) {
-            continue;
-        }
-        if parts.len() == 2
-            && parts.first().is_some_and(|p| p == "add")
-            && parts.get(1).is_some_and(|p| p == "stats")
-        {
-            stats.push(i);
-        } else {
-            main.push(i);
-        }
-    }
+    let leaves: Vec<usize> = builder
+        .parquet_schema()
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| wanted_leaf(c.path().parts()))
+        .map(|(i, _)| i)
+        .collect();
+    let num_rows = builder.metadata().file_metadata().num_rows();
+    let rows = usize::try_from(num_rows)
+        .map_err(|_| parquet_error(file, format!("the footer says {num_rows} rows")))?;
     drop(builder);
-    let (main_batches, stats_batches) = std::thread::scope(|scope| {
-        let stats_bytes = bytes.clone();
-        let stats_job =
-            (!stats.is_empty()).then(|| scope.spawn(move || read_leaves(stats_bytes, stats, file)));
-        let main_batches = read_leaves(bytes, main, file);
-        let stats_batches = match stats_job {
-            Some(job) => job
-                .join()
-                .unwrap_or_else(|_| Err(parquet_error(file, "stats decoder thread panicked"))),
-            None => Ok(Vec::new()),
-        };
-        (main_batches, stats_batches)
-    });
-    let (main_batches, stats_batches) = (main_batches?, stats_batches?);
+    let whole = threads.min(rows / MIN_ROWS_PER_THREAD) <= 1;
+    let parts = map_ranges(rows, threads, |range| {
+        let batches = read_leaves(bytes.clone(), &leaves, (!whole).then_some(range), file)?;
+        let mut adds = Vec::new();
+        let mut others = Vec::new();
+        for batch in &batches {
+            let split = split_batch(batch, file)?;
+            adds.extend(split.adds);
+            others.extend(split.others);
+        }
+        Ok::<_, Error>((adds, others))
+    })?;
     let mut adds = Vec::new();
     let mut others = Vec::new();
-    for (k, batch) in main_batches.iter().enumerate() {
-        let split = split_batch(batch, file)?;
-        if let Some(mut a) = split.adds {
-            let column = stats_batches
-                .get(k)
-                .and_then(|b| b.column_by_name("add"))
-                .and_then(|a| a.as_struct_opt())
-                .and_then(|s| s.column_by_name("stats"))
-                .and_then(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).ok())
-                .map(|c| c.as_string::<i32>().clone());
-            if let Some(c) = &column {
-                if c.len() != a.len() {
-                    return Err(parquet_error(
-                        file,
-                        "stats column does not line up with add rows",
-                    ));
-                }
-            }
-            a.set_stats(column);
-            adds.push(a);
-        }
-        others.extend(split.others);
+    for part in parts {
+        let (a, o) = part?;
+        adds.extend(a);
+        others.extend(o);
     }
     Ok((adds, others))
 }
 
 /// Decode one checkpoint file: a JSON V2 top-level checkpoint (`json`) goes
-/// through the commit-line parser, anything else is parquet.
-pub fn decode(bytes: Bytes, file: &str, json: bool) -> Result<(Vec<AddColumns>, Vec<Action>)> {
+/// through the commit-line parser, anything else is parquet, decoded on up
+/// to `threads` threads ([`decode_parquet_on`]).
+pub fn decode(
+    bytes: Bytes,
+    file: &str,
+    json: bool,
+    threads: usize,
+) -> Result<(Vec<AddColumns>, Vec<Action>)> {
     if json {
         Ok((Vec::new(), actions::parse_commit(&bytes, file)?))
     } else {
-        decode_parquet(bytes, file)
+        decode_parquet_on(bytes, file, threads)
     }
 }
 
@@ -223,6 +375,7 @@ mod tests {
     /// Checkpoint parquet bytes holding `lines` (JSON actions) in `schema`.
     fn parquet_with(schema: Arc<Schema>, lines: &[&str]) -> Bytes {
         let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .with_batch_size(lines.len().max(1))
             .build_decoder()
             .unwrap();
         decoder.decode(lines.join("\n").as_bytes()).unwrap();
@@ -247,11 +400,18 @@ mod tests {
 
     #[test]
     fn classic_parts_decode_and_count() {
+        // One pass on the calling thread, or add.stats on a second: the same.
+        for threads in [1, 2] {
+            classic_parts_at(threads);
+        }
+    }
+
+    fn classic_parts_at(threads: usize) {
         let part1 = classic(&[PROTOCOL, ADD_A]);
         let part2 = classic(&[ADD_B, REMOVE]);
         let mut data = CheckpointData::default();
         for (i, bytes) in [part1, part2].into_iter().enumerate() {
-            let (adds, others) = decode(bytes, &format!("part{i}"), false).unwrap();
+            let (adds, others) = decode(bytes, &format!("part{i}"), false, threads).unwrap();
             data.absorb(adds, others);
         }
         assert_eq!(data.count, 4);
@@ -290,6 +450,105 @@ mod tests {
     }
 
     #[test]
+    fn ranges_of_rows_decode_as_one_pass() {
+        // 13,001 rows: adds (some with stats, some with a DV), removes, a
+        // protocol; decoded in 2 and 3 ranges of rows on as many threads, as
+        // in one pass.
+        let mut lines: Vec<String> = vec![PROTOCOL.to_string()];
+        for k in 0..13_000 {
+            lines.push(match k % 5 {
+                0 => format!(
+                    r#"{{"remove":{{"path":"r{k}.parquet","deletionTimestamp":{k},"dataChange":false}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"add":{{"path":"a{k}.parquet","size":{k},"modificationTime":5,"dataChange":false,"deletionVector":{{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{{L","sizeInBytes":40,"cardinality":6}}}}}}"#
+                ),
+                _ => format!(
+                    r#"{{"add":{{"path":"a{k}.parquet","size":{k},"modificationTime":5,"dataChange":false,"stats":"{{\"numRecords\":{k}}}"}}}}"#
+                ),
+            });
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let bytes = classic(&lines);
+        type Row = (String, i64, Option<i64>, Option<String>);
+        let summary = |(adds, others): (Vec<AddColumns>, Vec<Action>)| -> (Vec<Row>, Vec<String>) {
+            let rows = adds
+                .iter()
+                .flat_map(|a| {
+                    (0..a.len())
+                        .filter(|&i| a.is_add(i))
+                        .map(|i| {
+                            (
+                                a.raw_path(i).to_string(),
+                                a.size(i),
+                                a.record_count(i).unwrap().0,
+                                a.dv_unique_id(i),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            (rows, others.iter().map(|o| format!("{o:?}")).collect())
+        };
+        let decoded =
+            |threads: usize| summary(decode_parquet_on(bytes.clone(), "big", threads).unwrap());
+        let one = decoded(1);
+        assert_eq!(one.0.len(), 10_400);
+        assert_eq!(one.1.len(), 2_601);
+        assert_eq!(one.0[1], ("a2.parquet".to_string(), 2, Some(2), None));
+        assert!(one.0[0].3.is_some(), "a1 has its DV");
+        for threads in [2, 3] {
+            assert_eq!(decoded(threads), one, "{threads} threads");
+        }
+        // The same file fetched as pieces (ranges), cut anywhere, pages
+        // straddling the cuts: decoded as the whole.
+        let n = bytes.len();
+        for cuts in [vec![n / 2], vec![1, n / 3, n / 3 + 1, n - 8], vec![n - 1]] {
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for c in cuts.iter().copied().chain([n]) {
+                pieces.push(bytes.slice(from..c));
+                from = c;
+            }
+            for threads in [1, 3] {
+                let got = summary(decode_pieces(pieces.clone(), "big", threads).unwrap());
+                assert!(got == one, "cuts {cuts:?}, {threads} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_read_across_their_cuts_and_stop_at_the_end() {
+        use std::io::Read;
+        let whole = Bytes::from_static(b"0123456789");
+        let pieces = Pieces::new(vec![
+            whole.slice(0..3),
+            whole.slice(3..4),
+            whole.slice(4..10),
+        ]);
+        assert_eq!(pieces.len(), 10);
+        for start in 0..=10u64 {
+            for len in 0..=(10 - start as usize) {
+                let got = pieces.get_bytes(start, len).unwrap();
+                assert_eq!(got, whole.slice(start as usize..start as usize + len));
+            }
+            let mut rest = Vec::new();
+            pieces
+                .get_read(start)
+                .unwrap()
+                .read_to_end(&mut rest)
+                .unwrap();
+            assert_eq!(rest, &whole[start as usize..]);
+        }
+        assert!(pieces.get_bytes(8, 3).is_err());
+        assert!(pieces.get_bytes(u64::MAX, 2).is_err());
+        assert!(pieces.get_read(11).is_err());
+        let empty = Pieces::new(Vec::new());
+        assert_eq!(empty.len(), 0);
+        assert_eq!(empty.get_bytes(0, 0).unwrap(), Bytes::new());
+    }
+
+    #[test]
     fn v2_json_top_level_with_sidecars() {
         let top = [
             PROTOCOL,
@@ -299,7 +558,7 @@ mod tests {
         ]
         .join("\n");
         let mut data = CheckpointData::default();
-        let (adds, others) = decode(Bytes::from(top), "top.json", true).unwrap();
+        let (adds, others) = decode(Bytes::from(top), "top.json", true, 2).unwrap();
         assert!(adds.is_empty());
         data.absorb(adds, others);
         let located: Vec<String> = data
@@ -327,6 +586,7 @@ mod tests {
             parquet_with(sidecar_schema, &[ADD_A, REMOVE, ADD_B]),
             "side",
             false,
+            1,
         )
         .unwrap();
         data.absorb(adds, others);
@@ -392,7 +652,7 @@ mod tests {
     #[test]
     fn hint_size_is_checked_only_for_its_version() {
         let mut data = CheckpointData::default();
-        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false).unwrap();
+        let (adds, others) = decode(classic(&[PROTOCOL, ADD_A]), "c", false, 1).unwrap();
         data.absorb(adds, others);
         let hint = |version, size| LastCheckpoint {
             version,
@@ -429,7 +689,7 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        match decode(Bytes::from_static(b"{not json"), "top.json", true) {
+        match decode(Bytes::from_static(b"{not json"), "top.json", true, 2) {
             Err(e) => assert!(e.to_string().contains("top.json"), "{e}"),
             Ok(_) => panic!("garbage JSON decoded"),
         }
