@@ -848,6 +848,17 @@ async fn open_file(
     file: &ScanFile,
     deleted: DeletedRows,
 ) -> Result<Option<Arc<OpenFile>>> {
+    open_file_with(store, spec, file, futures::future::ready(Ok(deleted))).await
+}
+
+/// [`open_file`], its deleted rows from `deleted`, awaited together with
+/// the file's footer (e.g. the DVs of its window being fetched).
+async fn open_file_with(
+    store: &TableStore,
+    spec: &ScanSpec,
+    file: &ScanFile,
+    deleted: impl std::future::Future<Output = Result<DeletedRows>>,
+) -> Result<Option<Arc<OpenFile>>> {
     let exact = spec.filter.clone().filter(|_| spec.filter_rows);
     let (spec, filter) = match exact {
         None => (spec.clone(), None),
@@ -887,7 +898,7 @@ async fn open_file(
     };
     let spec = &spec;
     let out_schema = spec.output_schema()?;
-    let meta = load_metadata(store, file).await?;
+    let (meta, deleted) = futures::try_join!(load_metadata(store, file), deleted)?;
     let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
     if chosen.is_empty() {
         return Ok(None);
@@ -1325,17 +1336,12 @@ pub fn stream_files(
     // lazy start would leave the files ahead unstarted. The pieces are
     // started by a task of their own (`spawn_window`), as soon as fewer than
     // the window are live, whatever the consumer is doing.
-    let opened = with_dvs_by_window(store.clone(), files, window)
-        .map(move |entering| {
+    let opened = futures::stream::iter(by_window(&store, files, window))
+        .map(move |(file, deleted)| {
             let (store, spec) = (store.clone(), spec.clone());
-            match entering {
-                Ok((file, deleted)) => {
-                    futures::future::Either::Left(crate::io::spawn_now(async move {
-                        open_file(&store, &spec, &file, deleted).await
-                    }))
-                }
-                Err(e) => futures::future::Either::Right(futures::future::ready(Ok(Err(e)))),
-            }
+            crate::io::spawn_now(async move {
+                open_file_with(&store, &spec, &file, deleted.resolve()).await
+            })
         })
         .buffered(window);
     let piece_bytes = options.piece_bytes;
@@ -1370,53 +1376,101 @@ pub fn stream_files(
     rows_window(batches, options.offset, options.limit)
 }
 
-/// `files`, those whose DV is to [`DeletedRows::Load`] with it fetched, a
-/// window of `window` files at a time (see [`stream_files`]): a window's DVs
-/// are fetched when its first file is pulled. A failed fetch is one error
-/// item in place of the window's files.
-fn with_dvs_by_window(
-    store: TableStore,
-    files: Vec<(ScanFile, DeletedRows)>,
-    window: usize,
-) -> futures::stream::BoxStream<'static, Result<(ScanFile, DeletedRows)>> {
-    futures::stream::iter(files)
-        .chunks(window)
-        .then(move |files| {
-            let store = store.clone();
-            async move { load_window_dvs(&store, files).await }
-        })
-        .flat_map(|loaded| match loaded {
-            Ok(files) => futures::stream::iter(files.into_iter().map(Ok)).left_stream(),
-            Err(e) => futures::stream::once(futures::future::ready(Err(e))).right_stream(),
-        })
-        .boxed()
+/// A file's deleted rows as [`stream_files`] opens it: as given, or its DV
+/// taken from those of its window.
+enum WindowDeletedRows {
+    Given(DeletedRows),
+    Window(Arc<WindowDvs>, usize),
 }
 
-/// `files` with the DVs of those to [`DeletedRows::Load`] fetched together
-/// ([`dv::load_many`]: one coalesced GET per DV file) and [`DeletedRows::Known`].
-async fn load_window_dvs(
+impl WindowDeletedRows {
+    async fn resolve(self) -> Result<DeletedRows> {
+        match self {
+            WindowDeletedRows::Given(deleted) => Ok(deleted),
+            WindowDeletedRows::Window(window, i) => Ok(DeletedRows::Known(window.take(i).await?)),
+        }
+    }
+}
+
+/// What a window's DV fetch left: each file's DV until taken, or the fetch's
+/// error until one file reports it.
+type WindowFetch = std::result::Result<Vec<Option<RoaringTreemap>>, Option<Error>>;
+
+/// The DVs of a window of files, fetched together ([`dv::load_many`]: one
+/// coalesced GET per DV file) by whichever of its files asks first (each
+/// file is opened in a task of its own, so the fetch runs whatever the
+/// consumer does), then taken by each file.
+struct WindowDvs {
+    store: TableStore,
+    descriptors: Vec<DeletionVectorDescriptor>,
+    /// None until fetched.
+    loaded: futures::lock::Mutex<Option<WindowFetch>>,
+}
+
+impl WindowDvs {
+    /// The DV of the window's `i`-th descriptor (fetched with the others on
+    /// the first call).
+    async fn take(&self, i: usize) -> Result<Option<RoaringTreemap>> {
+        let mut loaded = self.loaded.lock().await;
+        if loaded.is_none() {
+            let refs: Vec<&DeletionVectorDescriptor> = self.descriptors.iter().collect();
+            *loaded = Some(match dv::load_many(&self.store, &refs).await {
+                Ok(maps) => Ok(maps.into_iter().map(Some).collect()),
+                Err(e) => Err(Some(e)),
+            });
+        }
+        match loaded.as_mut() {
+            Some(Ok(maps)) => Ok(maps.get_mut(i).and_then(Option::take)),
+            Some(Err(e)) => Err(e.take().unwrap_or_else(|| {
+                Error::Internal(
+                    "the deletion vectors of this file's read-ahead window could not be \
+                     fetched (the error was reported with another file of the window)"
+                        .to_string(),
+                )
+            })),
+            None => Err(Error::Internal(
+                "a window's deletion vectors were neither fetched nor failed".to_string(),
+            )),
+        }
+    }
+}
+
+/// `files` taken in windows of `window`: those whose DV is to
+/// [`DeletedRows::Load`] take it from their window's [`WindowDvs`] (see
+/// [`stream_files`]); the others keep theirs.
+fn by_window(
     store: &TableStore,
     files: Vec<(ScanFile, DeletedRows)>,
-) -> Result<Vec<(ScanFile, DeletedRows)>> {
-    let descriptors: Vec<&DeletionVectorDescriptor> = files
-        .iter()
-        .filter(|(_, deleted)| matches!(deleted, DeletedRows::Load))
-        .filter_map(|(file, _)| file.deletion_vector.as_ref())
-        .collect();
-    let mut maps = dv::load_many(store, &descriptors).await?.into_iter();
-    Ok(files
-        .into_iter()
-        .map(|(file, deleted)| {
-            let deleted = match deleted {
-                DeletedRows::Load => match file.deletion_vector {
-                    Some(_) => DeletedRows::Known(maps.next()),
-                    None => DeletedRows::Known(None),
-                },
-                other => other,
+    window: usize,
+) -> Vec<(ScanFile, WindowDeletedRows)> {
+    let mut out = Vec::with_capacity(files.len());
+    let mut files = files.into_iter().peekable();
+    while files.peek().is_some() {
+        let chunk: Vec<(ScanFile, DeletedRows)> = files.by_ref().take(window.max(1)).collect();
+        let descriptors: Vec<DeletionVectorDescriptor> = chunk
+            .iter()
+            .filter(|(_, deleted)| matches!(deleted, DeletedRows::Load))
+            .filter_map(|(file, _)| file.deletion_vector.clone())
+            .collect();
+        let dvs = Arc::new(WindowDvs {
+            store: store.clone(),
+            descriptors,
+            loaded: futures::lock::Mutex::new(None),
+        });
+        let mut next = 0;
+        for (file, deleted) in chunk {
+            let deleted = match (deleted, &file.deletion_vector) {
+                (DeletedRows::Load, Some(_)) => {
+                    next += 1;
+                    WindowDeletedRows::Window(dvs.clone(), next - 1)
+                }
+                (DeletedRows::Load, None) => WindowDeletedRows::Given(DeletedRows::Known(None)),
+                (other, _) => WindowDeletedRows::Given(other),
             };
-            (file, deleted)
-        })
-        .collect())
+            out.push((file, deleted));
+        }
+    }
+    out
 }
 
 /// `batches` less their first `offset` rows, cut after `limit` rows (all
