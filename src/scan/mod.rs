@@ -1392,9 +1392,10 @@ impl WindowDeletedRows {
     }
 }
 
-/// What a window's DV fetch left: each file's DV until taken, or the fetch's
-/// error until one file reports it.
-type WindowFetch = std::result::Result<Vec<Option<RoaringTreemap>>, Option<Error>>;
+/// What a window's DV fetch left: each file's DV until taken; or the fetch's
+/// error, for the window's first file with a DV (the one an ordered scan
+/// reports first), and its text for the others.
+type WindowFetch = std::result::Result<Vec<Option<RoaringTreemap>>, (Option<Error>, String)>;
 
 /// The DVs of a window of files, fetched together ([`dv::load_many`]: one
 /// coalesced GET per DV file) by whichever of its files asks first (each
@@ -1416,18 +1417,23 @@ impl WindowDvs {
             let refs: Vec<&DeletionVectorDescriptor> = self.descriptors.iter().collect();
             *loaded = Some(match dv::load_many(&self.store, &refs).await {
                 Ok(maps) => Ok(maps.into_iter().map(Some).collect()),
-                Err(e) => Err(Some(e)),
+                Err(e) => {
+                    let text = e.to_string();
+                    Err((Some(e), text))
+                }
             });
         }
         match loaded.as_mut() {
             Some(Ok(maps)) => Ok(maps.get_mut(i).and_then(Option::take)),
-            Some(Err(e)) => Err(e.take().unwrap_or_else(|| {
-                Error::Internal(
-                    "the deletion vectors of this file's read-ahead window could not be \
-                     fetched (the error was reported with another file of the window)"
-                        .to_string(),
-                )
-            })),
+            Some(Err((first, text))) => {
+                let first = if i == 0 { first.take() } else { None };
+                Err(first.unwrap_or_else(|| {
+                    Error::Internal(format!(
+                        "the deletion vectors of this file's read-ahead window could not be \
+                         fetched: {text}"
+                    ))
+                }))
+            }
             None => Err(Error::Internal(
                 "a window's deletion vectors were neither fetched nor failed".to_string(),
             )),
@@ -1897,6 +1903,35 @@ mod tests {
         assert!(counts.dv_gets <= 3, "{counts:?}");
         // A footer and a row group per file opened.
         assert!(counts.gets - counts.dv_gets <= 2 * 6, "{counts:?}");
+    }
+
+    /// A window's DV file gone: the ordered scan fails with the store's
+    /// NotFound for it, whichever of the window's files fetched first.
+    #[test]
+    fn a_missing_dv_file_fails_the_scan_as_not_found() {
+        let (dir, store, scan_files, _) = files_with_dvs(8, 50, 8);
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "bin") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        for _ in 0..20 {
+            let options = ReadOptions {
+                threads: 4,
+                prefetch_files: 4,
+                ..ReadOptions::default()
+            };
+            let (s, work) = (store.clone(), load_all(&scan_files));
+            let e = crate::io::block_on(async move {
+                stream_files(s, spec(), work, options)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .unwrap()
+            .unwrap_err();
+            assert!(matches!(e, Error::NotFound { .. }), "{e}");
+        }
     }
 
     /// `offset` and `limit` return exactly those rows of the whole ordered
