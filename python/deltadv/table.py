@@ -492,7 +492,8 @@ class DeltaTable:
         its rows (files past them are not opened, beyond those already read
         ahead), and without a filter the files the log's row counts (numRecords
         less DV cardinality) place wholly before ``offset`` or past ``limit`` are
-        not read at all. ``limit=0`` reads no file.
+        not read at all. ``limit=0`` reads no file. With ``ordered=False``, the
+        rows are ``limit`` rows of the scan, not necessarily its first ones.
 
         A file's deletion vector is fetched when the file comes into the
         read-ahead (those of the ``prefetch_files`` files of a window together,
