@@ -10,7 +10,7 @@
 //!
 //! | file | what it does |
 //! |---|---|
-//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]) |
+//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]), DVs fetched a read-ahead window at a time, `offset` / `limit` ([`ReadOptions`], [`rows_window_files`]) |
 //! | [`selection`] | a deletion vector → a parquet row selection and per-batch keep-masks, by physical row index (pure) |
 //! | [`pruning`] | parquet row-group statistics for a predicate's columns; Delta → parquet column matching (pure) |
 //! | [`conform`] | a column as read from a file → the table's logical type (missing children, field ids, type widening, variants) |
