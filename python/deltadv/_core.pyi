@@ -24,6 +24,7 @@ __all__ = [
     "DeletionVectorDescriptor",
     "MergePlan",
     "RawDeltaTable",
+    "RequestCounter",
     "RowIterator",
     "ScanTaskInfo",
     "__version__",
@@ -277,6 +278,7 @@ class RawDeltaTable:
     def load_version(self, version: int | None = None) -> None: ...
     def load_timestamp(self, timestamp_ms: int) -> None: ...
     def request_counts(self) -> dict[str, int]: ...
+    def request_counter(self) -> RequestCounter: ...
     def compact_plan(self, mode: str, **options: Any) -> tuple[str, list[str]]: ...
     def commit_compaction(
         self,
@@ -332,6 +334,8 @@ class RawDeltaTable:
         row_tracking: bool = False,
         ordered: bool = True,
         materialize: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> BatchReader: ...
     def delete_rows(
         self,
@@ -382,7 +386,10 @@ class RawDeltaTable:
 
 def _set_fault_points(points: str) -> None: ...
 def read_scan_task(
-    task: str, storage_options: dict[str, str] | None = None, ordered: bool = True
+    task: str,
+    storage_options: dict[str, str] | None = None,
+    ordered: bool = True,
+    counter: RequestCounter | None = None,
 ) -> BatchReader: ...
 def read_scan_tasks(
     tasks: list[str], storage_options: dict[str, str] | None = None, ordered: bool = True
@@ -441,6 +448,10 @@ def prepare_changes(
 ) -> str:
     """Write a change stream (UPDATE/MERGE) for a change task: new data files
     and one DV file; the prepared changes as JSON."""
+
+@final
+class RequestCounter:
+    """A table's request counters, for the scan tasks it makes (not picklable)."""
 
 @final
 class ScanTaskInfo:

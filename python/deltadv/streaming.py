@@ -172,8 +172,7 @@ class StreamSource:
         if start == end:
             return []
         _, tasks = self._scan(start, end, False, batch=True)
-        options = self.table._raw.storage_options
-        return [ScanTask(text, options, size) for text, size in tasks]
+        return self.table._tasks(tasks)
 
     def schema(self) -> Any:
         """The stream's schema (the table's, as Arrow; with ``read_change_feed``,

@@ -20,6 +20,7 @@ from deltadv._core import (
     DeletionVector,
     MergePlan,
     RawDeltaTable,
+    RequestCounter,
     ScanTaskInfo,
     prepare_changes,
     prepare_delete,
@@ -76,6 +77,15 @@ def _prefetch(files: int) -> int:
     return files
 
 
+def _rows_args(limit: int | None, offset: int, where: str) -> tuple[int | None, int]:
+    """``limit`` (None: every row) and ``offset`` checked: ints >= 0."""
+    check_args({"limit": (limit, int, True), "offset": (offset, int, False)}, where=where)
+    for name, value in (("limit", limit), ("offset", offset)):
+        if value is not None and value < 0:
+            raise ValueError(f"{where}: {name} must be >= 0, not {value}")
+    return limit, offset
+
+
 def _filter_args(filter: Filter | None) -> tuple[str | None, str | None]:
     """``filter`` as the native calls take it: (SQL text, tree JSON)."""
     if filter is None or isinstance(filter, str):
@@ -93,9 +103,14 @@ class ScanTask:
     ``json`` describes the work and never holds storage credentials: those travel
     separately in ``storage_options`` (pickled with the task, never shown in its
     repr), so task JSON can sit in Spark rows, plans and logs.
+
+    A task made by a :class:`DeltaTable` (:meth:`DeltaTable.scan_tasks`,
+    :meth:`DeltaTable.cdf_tasks`) and read in the same process counts its
+    requests in that table's :meth:`DeltaTable.request_counts`; a task pickled
+    to another process (a Spark executor) counts there, in no table's counts.
     """
 
-    __slots__ = ("_info", "json", "size", "storage_options")
+    __slots__ = ("_counter", "_info", "json", "size", "storage_options")
 
     def __init__(
         self, json: str, storage_options: dict[str, str] | None = None, size: int = 0
@@ -106,6 +121,8 @@ class ScanTask:
         #: partitions); 0 when unknown.
         self.size = size
         self._info: ScanTaskInfo | None = None
+        #: The request counters of the table that made the task (not pickled).
+        self._counter: RequestCounter | None = None
 
     @property
     def info(self) -> ScanTaskInfo:
@@ -151,7 +168,9 @@ class ScanTask:
         threads; in row order, or with ``ordered=False`` as they are decoded (the
         same rows, in batches whose order varies)."""
         check_args({"ordered": (ordered, bool, False)}, where="ScanTask.read")
-        return _reader(read_scan_task(self.json, self.storage_options or None, ordered))
+        return _reader(
+            read_scan_task(self.json, self.storage_options or None, ordered, self._counter)
+        )
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the task's rows."""
@@ -439,6 +458,8 @@ class DeltaTable:
         prefetch_files: int = DEFAULT_PREFETCH_FILES,
         with_row_tracking: bool = False,
         ordered: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -466,6 +487,19 @@ class DeltaTable:
         ``_row_id`` and ``_row_commit_version`` (int64): the values Delta Spark
         shows as ``_metadata.row_id`` and ``_metadata.row_commit_version``, which
         stay with a row through UPDATE, MERGE, PURGE and OPTIMIZE.
+
+        ``limit`` returns at most that many rows (after ``filter``; the first ones,
+        in order), ``offset`` skips that many first: the stream stops once it has
+        its rows (files past them are not opened, beyond those already read
+        ahead), and without a filter the files the log's row counts (numRecords
+        less DV cardinality) place wholly before ``offset`` or past ``limit`` are
+        not read at all. ``limit=0`` reads no file. With ``ordered=False``, the
+        rows are ``limit`` rows of the scan, not necessarily its first ones.
+
+        A file's deletion vector is fetched when the file comes into the
+        read-ahead (those of the ``prefetch_files`` files of a window together,
+        one GET per DV file they share), so a scan stopped early has fetched the
+        DVs of the files it read, not the table's.
         """
         check_str_list("columns", columns)
         check_args(
@@ -475,6 +509,7 @@ class DeltaTable:
             },
             where="scan",
         )
+        limit, offset = _rows_args(limit, offset, "scan")
         sql, tree = _filter_args(filter)
         return _reader(
             self._raw.scan(
@@ -485,6 +520,8 @@ class DeltaTable:
                 _prefetch(prefetch_files),
                 with_row_tracking,
                 ordered,
+                limit=limit,
+                offset=offset,
             )
         )
 
@@ -494,16 +531,20 @@ class DeltaTable:
         filter: Filter | None = None,
         *,
         with_row_tracking: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``,
-        ``with_row_tracking``: see :meth:`scan`), as deltalake's ``to_pyarrow_table``.
-        Every batch is kept, so the row groups decode whole ahead of the assembly
-        (not within :meth:`scan`'s small read-ahead budget)."""
+        ``with_row_tracking``, ``limit``, ``offset``: see :meth:`scan`), as
+        deltalake's ``to_pyarrow_table``. Every batch is kept, so the row groups
+        decode whole ahead of the assembly (not within :meth:`scan`'s small
+        read-ahead budget)."""
         check_str_list("columns", columns)
         check_args(
             {"with_row_tracking": (with_row_tracking, bool, False)},
             where="to_pyarrow_table",
         )
+        limit, offset = _rows_args(limit, offset, "to_pyarrow_table")
         sql, tree = _filter_args(filter)
         raw = self._raw.scan(
             columns,
@@ -514,6 +555,8 @@ class DeltaTable:
             with_row_tracking,
             True,
             True,
+            limit=limit,
+            offset=offset,
         )
         return _reader(raw).read_all()
 
@@ -571,8 +614,7 @@ class DeltaTable:
             with_row_tracking=with_row_tracking,
             time_zone=time_zone,
         )
-        options = self._raw.storage_options
-        return [ScanTask(t, options, size) for t, size in tasks]
+        return self._tasks(tasks)
 
     def scan_with_row_index(
         self, columns: list[str] | None = None, filter: Filter | None = None
@@ -1348,8 +1390,7 @@ class DeltaTable:
             columns=columns,
             filter=predicate,
         )
-        options = self._raw.storage_options
-        return pa.schema(schema), [ScanTask(t, options) for t in tasks]
+        return pa.schema(schema), self._tasks((t, 0) for t in tasks)
 
     def enable_deletion_vectors(self) -> int:
         """Turn deletion vectors on for the latest version (protocol feature and
@@ -1363,9 +1404,23 @@ class DeltaTable:
         """Reload at the latest version."""
         self._raw.load_version(None)
 
+    def _tasks(self, tasks: Any) -> list[ScanTask]:
+        """Scan tasks of (JSON, size) pairs made by this table: they count their
+        requests in its counters when read in this process."""
+        options = self._raw.storage_options
+        counter = self._raw.request_counter()
+        out = []
+        for text, size in tasks:
+            task = ScanTask(text, options, size)
+            task._counter = counter
+            out.append(task)
+        return out
+
     def request_counts(self) -> dict[str, int]:
-        """Object-store requests made through this table: gets, puts, lists, deletes,
-        heads, and ``bytes_read`` (what the GETs returned)."""
+        """Object-store requests made through this table: gets (``dv_gets`` of them
+        fetched deletion vector files), puts, lists, deletes, heads, and
+        ``bytes_read`` (what the GETs returned). The reads of the scan tasks it
+        made count here when read in this process (see :class:`ScanTask`)."""
         return self._raw.request_counts()
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:

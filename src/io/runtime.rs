@@ -275,9 +275,17 @@ where
             let Ok(permit) = semaphore.clone().acquire_owned().await else {
                 return;
             };
+            // A consumer that went away gives back the permits of the streams
+            // it held: start nothing more for it (pull no item, start no read).
+            if tx.is_closed() {
+                return;
+            }
             let Some(item) = items.next().await else {
                 return;
             };
+            if tx.is_closed() {
+                return;
+            }
             // The permit goes with the started stream, given back when the
             // consumer is done with it (drops it).
             let started = start(item)

@@ -35,10 +35,13 @@ const PASSTHROUGH_KEYS: &[&str] = &[
     "allow_unsafe_rename",
 ];
 
-/// Requests made through one [`TableStore`] (or its clones).
+/// Requests made through one [`TableStore`] (or its clones, and stores made
+/// to count into it: [`TableStore::counting_into`]).
 #[derive(Debug, Default)]
 pub struct RequestCounts {
     pub gets: AtomicU64,
+    /// Of `gets`, those of deletion vector files ([`TableStore::get_dv_ranges`]).
+    pub dv_gets: AtomicU64,
     pub puts: AtomicU64,
     pub lists: AtomicU64,
     pub deletes: AtomicU64,
@@ -51,6 +54,7 @@ pub struct RequestCounts {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
     pub gets: u64,
+    pub dv_gets: u64,
     pub puts: u64,
     pub lists: u64,
     pub deletes: u64,
@@ -62,6 +66,7 @@ impl RequestCounts {
     pub fn snapshot(&self) -> Counts {
         Counts {
             gets: self.gets.load(Ordering::Relaxed),
+            dv_gets: self.dv_gets.load(Ordering::Relaxed),
             puts: self.puts.load(Ordering::Relaxed),
             lists: self.lists.load(Ordering::Relaxed),
             deletes: self.deletes.load(Ordering::Relaxed),
@@ -348,6 +353,19 @@ impl TableStore {
     /// Request counters (shared by clones).
     pub fn counts(&self) -> Counts {
         self.counts.snapshot()
+    }
+
+    /// The counters this store's requests are counted in (shared by clones).
+    pub fn counter(&self) -> Arc<RequestCounts> {
+        self.counts.clone()
+    }
+
+    /// This store, its requests counted in `counts` from now on (e.g. a scan
+    /// task read in the process of the table it came from counts into the
+    /// table's counters).
+    pub fn counting_into(mut self, counts: Arc<RequestCounts>) -> TableStore {
+        self.counts = counts;
+        self
     }
 
     /// A store path for a location relative to the table root (already
@@ -650,6 +668,17 @@ impl TableStore {
     pub async fn get_ranges(&self, path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let gap = if self.is_local() { 0 } else { COALESCE_GAP };
         object_store::coalesce_ranges(ranges, |r| self.get_range(path, r), gap).await
+    }
+
+    /// [`TableStore::get_ranges`] of a deletion vector file: each GET is
+    /// also counted in `dv_gets`.
+    pub async fn get_dv_ranges(&self, path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let gap = if self.is_local() { 0 } else { COALESCE_GAP };
+        let get = |r: Range<u64>| {
+            RequestCounts::bump(&self.counts.dv_gets);
+            self.get_range(path, r)
+        };
+        object_store::coalesce_ranges(ranges, get, gap).await
     }
 
     /// PUT an object, failing if it exists (put-if-absent).

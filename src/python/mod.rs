@@ -700,6 +700,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tasks::ScanTaskInfo>()?;
     m.add_class::<tasks::ChangeTaskInfo>()?;
     m.add_class::<tasks::CompactTaskInfo>()?;
+    m.add_class::<tasks::RequestCounter>()?;
     m.add_class::<stream::BatchReader>()?;
     m.add_class::<stream::ArrowBatch>()?;
     m.add_class::<merge_plan::MergePlan>()?;

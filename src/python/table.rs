@@ -382,7 +382,11 @@ impl RawDeltaTable {
     /// are not read).
     /// With `row_tracking`, each row's `_row_id` and `_row_commit_version`
     /// too (tables that track rows).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false))]
+    /// `offset` rows (after the filter) are skipped, and at most `limit`
+    /// returned: no file is opened past those the limit needs (read-ahead
+    /// aside), and without a filter, files the log's row counts place
+    /// wholly before the offset or past the limit are not read at all.
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false, limit=None, offset=0))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -395,6 +399,8 @@ impl RawDeltaTable {
         row_tracking: bool,
         ordered: bool,
         materialize: bool,
+        limit: Option<u64>,
+        offset: u64,
     ) -> PyResult<BatchReader> {
         let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
         let (schema, stream) = py
@@ -423,6 +429,8 @@ impl RawDeltaTable {
                     } else {
                         crate::scan::READ_AHEAD_BYTES
                     },
+                    offset,
+                    limit,
                     ..crate::scan::ReadOptions::default()
                 };
                 let stream = block_on(crate::scan::stream_snapshot(&self.snapshot, &spec, read))??;
@@ -956,17 +964,27 @@ impl RawDeltaTable {
         .map_err(to_py)
     }
 
-    /// Requests made by this table so far: gets, puts, lists, deletes, heads.
+    /// Requests made by this table so far: gets (of which dv_gets fetched
+    /// deletion vector files), puts, lists, deletes, heads; bytes_read.
     fn request_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.store.counts();
         let d = PyDict::new(py);
         d.set_item("gets", c.gets)?;
+        d.set_item("dv_gets", c.dv_gets)?;
         d.set_item("puts", c.puts)?;
         d.set_item("lists", c.lists)?;
         d.set_item("deletes", c.deletes)?;
         d.set_item("heads", c.heads)?;
         d.set_item("bytes_read", c.bytes_read)?;
         Ok(d)
+    }
+
+    /// The table's request counters, for the scan tasks it makes
+    /// (`read_scan_task(counter=)`).
+    fn request_counter(&self) -> super::tasks::RequestCounter {
+        super::tasks::RequestCounter {
+            counts: self.store.counter(),
+        }
     }
 
     #[getter]

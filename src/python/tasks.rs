@@ -210,18 +210,29 @@ impl CompactTaskInfo {
     }
 }
 
+/// The request counters of a table (`RawDeltaTable.request_counter`): scan
+/// tasks read with it in the same process count their requests there. Not
+/// picklable: a task read in another process counts in that process.
+#[pyclass(module = "deltadv._core", frozen)]
+pub struct RequestCounter {
+    pub(crate) counts: std::sync::Arc<crate::io::store::RequestCounts>,
+}
+
 /// Stream one scan task (its JSON) as Arrow batches, DVs applied, decoded as
 /// they are pulled (row groups on `num_threads()` threads; in row order, or
 /// as decoded when not `ordered`). Runs on Spark executors: the process
-/// runtime is created here, after any fork.
+/// runtime is created here, after any fork. With `counter`, its requests
+/// are counted there (the table the task came from).
 #[pyfunction]
-#[pyo3(signature = (task, storage_options=None, ordered=true))]
+#[pyo3(signature = (task, storage_options=None, ordered=true, counter=None))]
 pub fn read_scan_task(
     py: Python<'_>,
     task: &str,
     storage_options: Option<HashMap<String, String>>,
     ordered: bool,
+    counter: Option<PyRef<'_, RequestCounter>>,
 ) -> PyResult<BatchReader> {
+    let counts = counter.map(|c| c.counts.clone());
     let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
             let task =
@@ -231,7 +242,11 @@ pub fn read_scan_task(
                 ordered,
                 ..crate::scan::ReadOptions::default()
             };
-            let stream = block_on(task.stream_with(read))??;
+            let mut store = TableStore::open(&task.table_uri, &task.storage_options)?;
+            if let Some(counts) = counts {
+                store = store.counting_into(counts);
+            }
+            let stream = block_on(task.stream_on(store, read))??;
             Ok((schema, stream))
         })
         .map_err(to_py)?;

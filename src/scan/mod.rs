@@ -10,7 +10,7 @@
 //!
 //! | file | what it does |
 //! |---|---|
-//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]) |
+//! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]), DVs fetched a read-ahead window at a time, `offset` / `limit` ([`ReadOptions`], [`rows_window_files`]) |
 //! | [`selection`] | a deletion vector → a parquet row selection and per-batch keep-masks, by physical row index (pure) |
 //! | [`pruning`] | parquet row-group statistics for a predicate's columns; Delta → parquet column matching (pure) |
 //! | [`conform`] | a column as read from a file → the table's logical type (missing children, field ids, type widening, variants) |
@@ -204,6 +204,18 @@ impl ScanSpec {
 /// rule out from their partition values and stats, and never files whose
 /// rows are all deleted.
 pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanFile>> {
+    Ok(plan_with_rows(snapshot, filter)?
+        .into_iter()
+        .map(|(file, _)| file)
+        .collect())
+}
+
+/// [`plan`], each file with its live rows when the log says (numRecords −
+/// DV cardinality; None without numRecords).
+pub fn plan_with_rows(
+    snapshot: &Snapshot,
+    filter: Option<&Predicate>,
+) -> Result<Vec<(ScanFile, Option<u64>)>> {
     Ok(snapshot
         .files()?
         .into_iter()
@@ -215,16 +227,58 @@ pub fn plan(snapshot: &Snapshot, filter: Option<&Predicate>) -> Result<Vec<ScanF
                 p.may_match_file(&f.add.partition_values, Some(&stats))
             }
         })
-        .map(|f| ScanFile {
-            size: u64::try_from(f.add.size).unwrap_or(0),
-            partition_values: f.add.partition_values,
-            deletion_vector: f.add.deletion_vector,
-            row_groups: None,
-            base_row_id: f.add.base_row_id,
-            default_row_commit_version: f.add.default_row_commit_version,
-            path: f.path,
+        .map(|f| {
+            let rows = f.logical_rows().and_then(|n| u64::try_from(n).ok());
+            let file = ScanFile {
+                size: u64::try_from(f.add.size).unwrap_or(0),
+                partition_values: f.add.partition_values,
+                deletion_vector: f.add.deletion_vector,
+                row_groups: None,
+                base_row_id: f.add.base_row_id,
+                default_row_commit_version: f.add.default_row_commit_version,
+                path: f.path,
+            };
+            (file, rows)
         })
         .collect())
+}
+
+/// Which of a scan's files (their live rows from the log, in scan order;
+/// None where unknown) a read of rows `offset ..` (`limit` of them, all when
+/// None) needs: `(first, end, offset_left)`, files `first .. end`, the
+/// first `offset_left` rows of which are still to be skipped. Files before
+/// `first` hold only skipped rows; files from `end` on only rows past the
+/// limit (as Delta Spark's limit pushdown, by numRecords − DV cardinality);
+/// a file of unknown rows is never skipped past. Only for scans that return
+/// every live row of a file (no filter).
+pub fn rows_window_files(
+    rows: &[Option<u64>],
+    offset: u64,
+    limit: Option<u64>,
+) -> (usize, usize, u64) {
+    let mut first = 0;
+    let mut offset_left = offset;
+    while let Some(Some(n)) = rows.get(first) {
+        if *n > offset_left {
+            break;
+        }
+        offset_left -= n;
+        first += 1;
+    }
+    let Some(limit) = limit else {
+        return (first, rows.len(), offset_left);
+    };
+    let needed = offset_left.saturating_add(limit);
+    let mut end = first;
+    let mut known = 0u64;
+    while known < needed {
+        let Some(n) = rows.get(end) else {
+            break;
+        };
+        known = known.saturating_add(n.unwrap_or(0));
+        end += 1;
+    }
+    (first, end, offset_left)
 }
 
 /// How many footers [`split`] fetches at once.
@@ -602,9 +656,11 @@ pub async fn read_file(
 
 /// Where a file's deleted rows come from.
 pub enum DeletedRows {
-    /// Fetch the file's DV (one ranged GET) if any row group is read.
+    /// Fetch the file's DV: by [`stream_file`], one ranged GET if any row
+    /// group is read; by [`stream_files`], together with those of the files
+    /// of its read-ahead window (one coalesced GET per DV file).
     Load,
-    /// Already loaded, e.g. all of a scan's DVs in one coalesced fetch.
+    /// Already loaded, e.g. several files' DVs in one coalesced fetch.
     Known(Option<RoaringTreemap>),
     /// Read only these rows, whatever the file's DV says (the change data
     /// feed reads the rows a new DV deletes this way).
@@ -792,6 +848,17 @@ async fn open_file(
     file: &ScanFile,
     deleted: DeletedRows,
 ) -> Result<Option<Arc<OpenFile>>> {
+    open_file_with(store, spec, file, futures::future::ready(Ok(deleted))).await
+}
+
+/// [`open_file`], its deleted rows from `deleted`, awaited together with
+/// the file's footer (e.g. the DVs of its window being fetched).
+async fn open_file_with(
+    store: &TableStore,
+    spec: &ScanSpec,
+    file: &ScanFile,
+    deleted: impl std::future::Future<Output = Result<DeletedRows>>,
+) -> Result<Option<Arc<OpenFile>>> {
     let exact = spec.filter.clone().filter(|_| spec.filter_rows);
     let (spec, filter) = match exact {
         None => (spec.clone(), None),
@@ -831,7 +898,7 @@ async fn open_file(
     };
     let spec = &spec;
     let out_schema = spec.output_schema()?;
-    let meta = load_metadata(store, file).await?;
+    let (meta, deleted) = futures::try_join!(load_metadata(store, file), deleted)?;
     let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
     if chosen.is_empty() {
         return Ok(None);
@@ -1174,11 +1241,16 @@ pub struct ReadOptions {
     /// ([`READ_AHEAD_BYTES`]; [`MATERIALIZE_READ_AHEAD_BYTES`] for a caller
     /// that keeps every batch).
     pub read_ahead_bytes: usize,
+    /// Rows (after the filter) skipped before the first one returned.
+    pub offset: u64,
+    /// Rows returned at most (all when None): the scan stops pulling files
+    /// once it has them, and cuts the last batch.
+    pub limit: Option<u64>,
 }
 
 impl Default for ReadOptions {
     /// [`crate::io::num_threads`] threads, [`DEFAULT_PREFETCH_FILES`],
-    /// ordered, pieces of [`PIECE_MIN_BYTES`].
+    /// ordered, pieces of [`PIECE_MIN_BYTES`], every row.
     fn default() -> Self {
         ReadOptions {
             threads: crate::io::num_threads(),
@@ -1186,6 +1258,8 @@ impl Default for ReadOptions {
             ordered: true,
             piece_bytes: PIECE_MIN_BYTES,
             read_ahead_bytes: READ_AHEAD_BYTES,
+            offset: 0,
+            limit: None,
         }
     }
 }
@@ -1199,29 +1273,30 @@ pub async fn read_snapshot(snapshot: &Snapshot, spec: &ScanSpec) -> Result<Vec<R
         .await
 }
 
-/// Stream a whole snapshot (see [`stream_files`]): the DVs of all planned
-/// files are fetched first (one coalesced GET per DV file, not one per data
-/// file), then the files are read, their row groups decoded in parallel.
+/// Stream a whole snapshot (see [`stream_files`], which fetches each file's
+/// DV as the file comes into the read-ahead window). With a limit (or an
+/// offset) and no filter, files whose live rows the log gives are not read
+/// past what the limit needs, nor before what the offset skips (see
+/// [`rows_window_files`]).
 pub async fn stream_snapshot(
     snapshot: &Snapshot,
     spec: &ScanSpec,
     options: ReadOptions,
 ) -> Result<BatchStream> {
     let store = snapshot.store().clone();
-    let files = plan(snapshot, spec.filter.as_deref())?;
-    let descriptors: Vec<&DeletionVectorDescriptor> = files
-        .iter()
-        .filter_map(|f| f.deletion_vector.as_ref())
-        .collect();
-    let mut maps = dv::load_many(&store, &descriptors).await?.into_iter();
-    let mut work = Vec::with_capacity(files.len());
-    for file in files {
-        let deleted = match file.deletion_vector {
-            Some(_) => maps.next(),
-            None => None,
-        };
-        work.push((file, DeletedRows::Known(deleted)));
+    let mut files = plan_with_rows(snapshot, spec.filter.as_deref())?;
+    let mut options = options;
+    if spec.filter.is_none() && (options.offset > 0 || options.limit.is_some()) {
+        let rows: Vec<Option<u64>> = files.iter().map(|(_, n)| *n).collect();
+        let (first, end, offset_left) = rows_window_files(&rows, options.offset, options.limit);
+        files.truncate(end);
+        files.drain(..first.min(files.len()));
+        options.offset = offset_left;
     }
+    let work = files
+        .into_iter()
+        .map(|(file, _)| (file, DeletedRows::Load))
+        .collect();
     Ok(stream_files(store, spec.clone(), work, options))
 }
 
@@ -1236,26 +1311,41 @@ pub async fn stream_snapshot(
 /// they are decoded. Memory stays bounded by `threads` (see
 /// [`READ_AHEAD_BYTES`]), whatever the table's size. Must be called within
 /// the runtime.
+///
+/// DVs to [`DeletedRows::Load`] are fetched a window at a time: the files
+/// are taken in windows of `prefetch_files`, and when a window's first file
+/// comes into the read-ahead, the DVs of the window's files are fetched
+/// together (one coalesced GET per DV file they share, see
+/// [`dv::load_many`]); a scan stopped early has fetched no DV of a file
+/// beyond the window of the last file it opened. With `offset` / `limit`,
+/// the first `offset` rows are dropped and the stream ends after `limit`
+/// rows, opening no more files.
 pub fn stream_files(
     store: TableStore,
     spec: ScanSpec,
     files: Vec<(ScanFile, DeletedRows)>,
     options: ReadOptions,
 ) -> BatchStream {
+    if options.limit == Some(0) {
+        return futures::stream::empty().boxed();
+    }
     let spec = Arc::new(spec);
     let threads = options.threads.max(1);
+    let window = options.prefetch_files.max(1);
     // A footer is fetched when `buffered` takes its file into its window
     // (spawned in the closure), not when its future is first polled:
     // `buffered` polls only until the next future in order is ready, so a
     // lazy start would leave the files ahead unstarted. The pieces are
     // started by a task of their own (`spawn_window`), as soon as fewer than
     // the window are live, whatever the consumer is doing.
-    let opened = futures::stream::iter(files)
+    let opened = futures::stream::iter(by_window(&store, files, window))
         .map(move |(file, deleted)| {
             let (store, spec) = (store.clone(), spec.clone());
-            crate::io::spawn_now(async move { open_file(&store, &spec, &file, deleted).await })
+            crate::io::spawn_now(async move {
+                open_file_with(&store, &spec, &file, deleted.resolve()).await
+            })
         })
-        .buffered(options.prefetch_files.max(1));
+        .buffered(window);
     let piece_bytes = options.piece_bytes;
     let pieces = opened
         .map(move |opened| {
@@ -1275,7 +1365,7 @@ pub fn stream_files(
             "scheduling the scan's reads failed: {why}"
         )))
     };
-    if options.ordered {
+    let batches = if options.ordered {
         // `threads` pieces read ahead, plus the one being consumed.
         crate::io::spawn_window(pieces, threads + 1, read, failed)
             .flatten()
@@ -1284,7 +1374,154 @@ pub fn stream_files(
         crate::io::spawn_window(pieces, threads, read, failed)
             .flatten_unordered(None)
             .boxed()
+    };
+    rows_window(batches, options.offset, options.limit)
+}
+
+/// A file's deleted rows as [`stream_files`] opens it: as given, or its DV
+/// taken from those of its window.
+enum WindowDeletedRows {
+    Given(DeletedRows),
+    Window(Arc<WindowDvs>, usize),
+}
+
+impl WindowDeletedRows {
+    async fn resolve(self) -> Result<DeletedRows> {
+        match self {
+            WindowDeletedRows::Given(deleted) => Ok(deleted),
+            WindowDeletedRows::Window(window, i) => Ok(DeletedRows::Known(window.take(i).await?)),
+        }
     }
+}
+
+/// What a window's DV fetch left: each file's DV until taken; or the fetch's
+/// error, for the window's first file with a DV (the one an ordered scan
+/// reports first), and its text for the others.
+type WindowFetch = std::result::Result<Vec<Option<RoaringTreemap>>, (Option<Error>, String)>;
+
+/// The DVs of a window of files, fetched together ([`dv::load_many`]: one
+/// coalesced GET per DV file) by whichever of its files asks first (each
+/// file is opened in a task of its own, so the fetch runs whatever the
+/// consumer does), then taken by each file.
+struct WindowDvs {
+    store: TableStore,
+    descriptors: Vec<DeletionVectorDescriptor>,
+    /// None until fetched.
+    loaded: futures::lock::Mutex<Option<WindowFetch>>,
+}
+
+impl WindowDvs {
+    /// The DV of the window's `i`-th descriptor (fetched with the others on
+    /// the first call).
+    async fn take(&self, i: usize) -> Result<Option<RoaringTreemap>> {
+        let mut loaded = self.loaded.lock().await;
+        if loaded.is_none() {
+            let refs: Vec<&DeletionVectorDescriptor> = self.descriptors.iter().collect();
+            *loaded = Some(match dv::load_many(&self.store, &refs).await {
+                Ok(maps) => Ok(maps.into_iter().map(Some).collect()),
+                Err(e) => {
+                    let text = e.to_string();
+                    Err((Some(e), text))
+                }
+            });
+        }
+        match loaded.as_mut() {
+            Some(Ok(maps)) => Ok(maps.get_mut(i).and_then(Option::take)),
+            Some(Err((first, text))) => {
+                let first = if i == 0 { first.take() } else { None };
+                Err(first.unwrap_or_else(|| {
+                    Error::Internal(format!(
+                        "the deletion vectors of this file's read-ahead window could not be \
+                         fetched: {text}"
+                    ))
+                }))
+            }
+            None => Err(Error::Internal(
+                "a window's deletion vectors were neither fetched nor failed".to_string(),
+            )),
+        }
+    }
+}
+
+/// `files` taken in windows of `window`: those whose DV is to
+/// [`DeletedRows::Load`] take it from their window's [`WindowDvs`] (see
+/// [`stream_files`]); the others keep theirs.
+fn by_window(
+    store: &TableStore,
+    files: Vec<(ScanFile, DeletedRows)>,
+    window: usize,
+) -> Vec<(ScanFile, WindowDeletedRows)> {
+    let mut out = Vec::with_capacity(files.len());
+    let mut files = files.into_iter().peekable();
+    while files.peek().is_some() {
+        let chunk: Vec<(ScanFile, DeletedRows)> = files.by_ref().take(window.max(1)).collect();
+        let descriptors: Vec<DeletionVectorDescriptor> = chunk
+            .iter()
+            .filter(|(_, deleted)| matches!(deleted, DeletedRows::Load))
+            .filter_map(|(file, _)| file.deletion_vector.clone())
+            .collect();
+        let dvs = Arc::new(WindowDvs {
+            store: store.clone(),
+            descriptors,
+            loaded: futures::lock::Mutex::new(None),
+        });
+        let mut next = 0;
+        for (file, deleted) in chunk {
+            let deleted = match (deleted, &file.deletion_vector) {
+                (DeletedRows::Load, Some(_)) => {
+                    next += 1;
+                    WindowDeletedRows::Window(dvs.clone(), next - 1)
+                }
+                (DeletedRows::Load, None) => WindowDeletedRows::Given(DeletedRows::Known(None)),
+                (other, _) => WindowDeletedRows::Given(other),
+            };
+            out.push((file, deleted));
+        }
+    }
+    out
+}
+
+/// `batches` less their first `offset` rows, cut after `limit` rows (all
+/// when None): the last batch is sliced, and `batches` is dropped as soon as
+/// the limit's last row is out (no more files are opened). A stream error
+/// ends it.
+fn rows_window(batches: BatchStream, offset: u64, limit: Option<u64>) -> BatchStream {
+    if offset == 0 && limit.is_none() {
+        return batches;
+    }
+    futures::stream::unfold(
+        (Some(batches), offset, limit),
+        |(batches, mut skip, left)| async move {
+            let mut batches = batches?;
+            if left == Some(0) {
+                return None;
+            }
+            loop {
+                let batch = match batches.next().await? {
+                    Ok(batch) => batch,
+                    Err(e) => return Some((Err(e), (None, skip, left))),
+                };
+                let rows = u64::try_from(batch.num_rows()).unwrap_or(u64::MAX);
+                if skip >= rows {
+                    skip -= rows;
+                    continue;
+                }
+                let start = skip;
+                let take = (rows - start).min(left.unwrap_or(u64::MAX));
+                let left = left.map(|l| l - take);
+                let batch = if start == 0 && take == rows {
+                    batch
+                } else {
+                    let index = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+                    batch.slice(index(start), index(take))
+                };
+                // The limit's last row: drop the reads now.
+                let rest = if left == Some(0) { None } else { Some(batches) };
+                return Some((Ok(batch), (rest, 0, left)));
+            }
+        },
+    )
+    .boxed()
 }
 
 /// Start reading `piece` in a runtime task (see [`read_batches_ahead`]).
@@ -1520,6 +1757,7 @@ mod tests {
                         ordered,
                         piece_bytes,
                         read_ahead_bytes: if threads == 2 { 1 } else { READ_AHEAD_BYTES },
+                        ..ReadOptions::default()
                     };
                     let (store, spec, work) = (store.clone(), spec.clone(), work());
                     let got: Vec<RecordBatch> = crate::io::block_on(async move {
@@ -1569,6 +1807,224 @@ mod tests {
             .to_string();
             assert!(e.contains("part-1.parquet") && e.contains("row 500"), "{e}");
         }
+    }
+
+    /// Files of `rows` rows each (one row group), each with a DV deleting
+    /// its rows 0 and 7, the DVs of `per_dv_file` consecutive files in one
+    /// DV file: the files (DVs set) and the ids of the rows they leave.
+    fn files_with_dvs(
+        count: usize,
+        rows: u64,
+        per_dv_file: usize,
+    ) -> (tempfile::TempDir, TableStore, Vec<ScanFile>, Vec<i64>) {
+        let layout = vec![(rows, 1_000usize); count];
+        let (dir, store, mut scan_files) = files(&layout);
+        let deleted: RoaringTreemap = [0u64, 7].into_iter().collect();
+        for group in scan_files.chunks_mut(per_dv_file) {
+            let maps = vec![deleted.clone(); group.len()];
+            let descriptors =
+                crate::io::block_on(crate::write::dv_files::write_file_to(&store, "", &maps))
+                    .unwrap()
+                    .unwrap();
+            for (file, d) in group.iter_mut().zip(descriptors) {
+                file.deletion_vector = Some(d);
+            }
+        }
+        let rows = i64::try_from(rows).unwrap();
+        let live = (0..i64::try_from(count).unwrap() * rows)
+            .filter(|id| id % rows != 0 && id % rows != 7)
+            .collect();
+        (dir, store, scan_files, live)
+    }
+
+    fn ids(batches: &[RecordBatch]) -> Vec<i64> {
+        rows(batches).into_iter().map(|(_, _, id, _)| id).collect()
+    }
+
+    fn load_all(files: &[ScanFile]) -> Vec<(ScanFile, DeletedRows)> {
+        files
+            .iter()
+            .map(|f| (f.clone(), DeletedRows::Load))
+            .collect()
+    }
+
+    /// A full scan fetches the DVs of each window of `prefetch_files` files
+    /// together: one GET per DV file the window touches (12 files, DV files
+    /// of 4 consecutive files), never one per data file.
+    #[test]
+    fn dvs_are_fetched_a_window_at_a_time() {
+        let (_dir, store, scan_files, live) = files_with_dvs(12, 50, 4);
+        // (prefetch_files, DV files each window of that many files touches)
+        for (prefetch, expected) in [(4, 3), (2, 6), (3, 6), (12, 3), (1, 12)] {
+            let before = store.counts();
+            let options = ReadOptions {
+                threads: 2,
+                prefetch_files: prefetch,
+                ..ReadOptions::default()
+            };
+            let (s, work) = (store.clone(), load_all(&scan_files));
+            let got: Vec<RecordBatch> = crate::io::block_on(async move {
+                stream_files(s, spec(), work, options).try_collect().await
+            })
+            .unwrap()
+            .unwrap();
+            assert_eq!(ids(&got), live, "prefetch {prefetch}");
+            let dv_gets = store.counts().dv_gets - before.dv_gets;
+            assert_eq!(dv_gets, expected, "prefetch {prefetch}");
+        }
+    }
+
+    /// A scan dropped after its first batch has fetched the DVs of the
+    /// windows it opened files of, not the table's: 40 files, a DV file per
+    /// 2 files (20 DV files), windows of 2 files.
+    #[test]
+    fn a_scan_stopped_early_fetched_only_its_windows_dvs() {
+        let (_dir, store, scan_files, live) = files_with_dvs(40, 50, 2);
+        let options = ReadOptions {
+            threads: 1,
+            prefetch_files: 2,
+            ..ReadOptions::default()
+        };
+        let (s, work) = (store.clone(), load_all(&scan_files));
+        let first = crate::io::block_on(async move {
+            let mut stream = stream_files(s, spec(), work, options);
+            let first = stream.next().await;
+            drop(stream);
+            // Whatever was started gets every chance to finish.
+            crate::io::sleep(std::time::Duration::from_millis(200)).await;
+            first
+        })
+        .unwrap()
+        .unwrap()
+        .unwrap();
+        assert_eq!(ids(&[first]), live.get(..48).unwrap());
+        let counts = store.counts();
+        // Opened: the piece being read and the one read ahead (threads + 1),
+        // and a window of files opening: 4 files, 2 windows, 2 DV files (a
+        // window more if the next one came in as the batch went out).
+        assert!(counts.dv_gets <= 3, "{counts:?}");
+        // A footer and a row group per file opened.
+        assert!(counts.gets - counts.dv_gets <= 2 * 6, "{counts:?}");
+    }
+
+    /// A window's DV file gone: the ordered scan fails with the store's
+    /// NotFound for it, whichever of the window's files fetched first.
+    #[test]
+    fn a_missing_dv_file_fails_the_scan_as_not_found() {
+        let (dir, store, scan_files, _) = files_with_dvs(8, 50, 8);
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "bin") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        for _ in 0..20 {
+            let options = ReadOptions {
+                threads: 4,
+                prefetch_files: 4,
+                ..ReadOptions::default()
+            };
+            let (s, work) = (store.clone(), load_all(&scan_files));
+            let e = crate::io::block_on(async move {
+                stream_files(s, spec(), work, options)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .unwrap()
+            .unwrap_err();
+            assert!(matches!(e, Error::NotFound { .. }), "{e}");
+        }
+    }
+
+    /// `offset` and `limit` return exactly those rows of the whole ordered
+    /// scan (inside a batch, across files, past the end; DVs applied), and
+    /// a scan with a limit stops opening files once it has its rows.
+    #[test]
+    fn offset_and_limit_cut_the_ordered_scan() {
+        let (_dir, store, scan_files, live) = files_with_dvs(10, 100, 3);
+        let total = u64::try_from(live.len()).unwrap();
+        let cases = [
+            (0, Some(0)),
+            (0, Some(1)),
+            (0, Some(5)),
+            (0, Some(98)),
+            (0, Some(150)),
+            (3, Some(5)),
+            (97, Some(10)),
+            (98, Some(98)),
+            (500, None),
+            (0, Some(total + 10)),
+            (total - 1, Some(10)),
+            (total, Some(3)),
+            (total + 5, None),
+        ];
+        for (offset, limit) in cases {
+            let options = ReadOptions {
+                threads: 2,
+                prefetch_files: 2,
+                offset,
+                limit,
+                ..ReadOptions::default()
+            };
+            let (s, work) = (store.clone(), load_all(&scan_files));
+            let got: Vec<RecordBatch> = crate::io::block_on(async move {
+                stream_files(s, spec(), work, options).try_collect().await
+            })
+            .unwrap()
+            .unwrap();
+            let start = usize::try_from(offset).unwrap().min(live.len());
+            let end = limit.map_or(live.len(), |l| {
+                (start + usize::try_from(l).unwrap()).min(live.len())
+            });
+            assert_eq!(
+                ids(&got),
+                live.get(start..end).unwrap(),
+                "{offset} {limit:?}"
+            );
+        }
+        // limit 0 opens nothing; limit 5 stops after the first file's batch
+        // (what the read-ahead window opened meanwhile, no more).
+        for (limit, most_gets) in [(0, 0), (5, 2 * (2 + 1 + 2) + 3)] {
+            let before = store.counts().gets;
+            let options = ReadOptions {
+                threads: 2,
+                prefetch_files: 2,
+                limit: Some(limit),
+                ..ReadOptions::default()
+            };
+            let (s, work) = (store.clone(), load_all(&scan_files));
+            crate::io::block_on(async move {
+                let got: Vec<RecordBatch> =
+                    stream_files(s, spec(), work, options).try_collect().await?;
+                crate::io::sleep(std::time::Duration::from_millis(200)).await;
+                Ok::<_, Error>(got)
+            })
+            .unwrap()
+            .unwrap();
+            let gets = store.counts().gets - before;
+            assert!(gets <= most_gets, "limit {limit}: {gets} GETs");
+        }
+    }
+
+    /// The files a limit and an offset need, from the live rows the log gives.
+    #[test]
+    fn rows_window_files_skips_and_stops_by_known_rows() {
+        let rows = [Some(10), Some(5), None, Some(20)];
+        assert_eq!(rows_window_files(&rows, 0, None), (0, 4, 0));
+        assert_eq!(rows_window_files(&rows, 0, Some(0)), (0, 0, 0));
+        assert_eq!(rows_window_files(&rows, 0, Some(10)), (0, 1, 0));
+        assert_eq!(rows_window_files(&rows, 0, Some(11)), (0, 2, 0));
+        // Past a file of unknown rows: every file until known rows suffice.
+        assert_eq!(rows_window_files(&rows, 0, Some(16)), (0, 4, 0));
+        assert_eq!(rows_window_files(&rows, 0, Some(100)), (0, 4, 0));
+        assert_eq!(rows_window_files(&rows, 10, Some(1)), (1, 2, 0));
+        assert_eq!(rows_window_files(&rows, 12, Some(3)), (1, 2, 2));
+        assert_eq!(rows_window_files(&rows, 12, Some(4)), (1, 4, 2));
+        // Never skipped past a file of unknown rows.
+        assert_eq!(rows_window_files(&rows, 15, None), (2, 4, 0));
+        assert_eq!(rows_window_files(&rows, 40, Some(1)), (2, 4, 25));
+        assert_eq!(rows_window_files(&[Some(3)], 5, Some(1)), (1, 1, 2));
+        assert_eq!(rows_window_files(&[], 5, Some(1)), (0, 0, 5));
     }
 
     /// Where the mask drops rows, a string column whose data pages are all

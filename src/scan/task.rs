@@ -227,6 +227,13 @@ impl ScanTask {
     /// not `ordered`, as decoded. Must be called within the runtime.
     pub async fn stream_with(&self, options: ReadOptions) -> Result<BatchStream> {
         let store = TableStore::open(&self.table_uri, &self.storage_options)?;
+        self.stream_on(store, options).await
+    }
+
+    /// [`ScanTask::stream_with`] through `store` (the task's table, opened
+    /// with its storage options; e.g. one counting its requests into the
+    /// table's counters, [`TableStore::counting_into`]).
+    pub async fn stream_on(&self, store: TableStore, options: ReadOptions) -> Result<BatchStream> {
         let mut file = ScanFile {
             path: self.path.clone(),
             size: self.size,

@@ -126,7 +126,7 @@ async fn load_many_as<T>(
                     start..end
                 })
                 .collect();
-            let fetched = store.get_ranges(&path, &ranges).await?;
+            let fetched = store.get_dv_ranges(&path, &ranges).await?;
             let name = store.display_path(&path);
             slots
                 .into_iter()
