@@ -197,36 +197,14 @@ def _frame(data: pa.Table | pa.RecordBatch) -> pl.DataFrame:
 def _scan(
     table: DeltaTable, columns: list[str] | None, tree: Expression | None, limit: int | None
 ) -> pa.RecordBatchReader:
-    """The table's rows (``columns``, matching ``tree``), at most ``limit`` of them."""
+    """The table's rows (``columns``, matching ``tree``), at most ``limit`` of them
+    (the scan stops there: no file beyond those rows is opened)."""
     try:
-        reader = table.scan(columns, tree)
+        return table.scan(columns, tree, limit=limit)
     except UnsupportedPredicateError:
         # a literal deltadv's strict binding refuses for its column (e.g. out of
         # its range): polars applies the predicate in any case
-        reader = table.scan(columns)
-    return reader if limit is None else _limited(reader, limit)
-
-
-def _limited(reader: pa.RecordBatchReader, n: int) -> pa.RecordBatchReader:
-    """The first ``n`` rows of ``reader``, which is closed once they are read
-    (no batch beyond them is pulled)."""
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        left = n
-        try:
-            while left > 0:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    return
-                if batch.num_rows > left:
-                    batch = batch.slice(0, left)
-                left -= batch.num_rows
-                yield batch
-        finally:
-            reader.close()
-
-    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+        return table.scan(columns, limit=limit)
 
 
 def _gathered(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:

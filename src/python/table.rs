@@ -431,6 +431,12 @@ impl RawDeltaTable {
                     },
                     offset,
                     limit,
+                    // a few rows asked for: no larger batches than a scan's
+                    batch_rows: if materialize && limit.is_none() {
+                        crate::scan::MATERIALIZE_BATCH_ROWS
+                    } else {
+                        crate::scan::BATCH_ROWS
+                    },
                     ..crate::scan::ReadOptions::default()
                 };
                 let stream = block_on(crate::scan::stream_snapshot(&self.snapshot, &spec, read))??;
