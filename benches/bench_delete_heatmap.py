@@ -52,9 +52,7 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +67,7 @@ import deltadv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _delete_tables import describe_columns, fresh_copy, get_source, load
+from _threads import run_by_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20_251_123
@@ -247,19 +246,6 @@ def draw(
     plt.close(fig)
 
 
-def without_threads(argv: list[str]) -> list[str]:
-    """``argv`` less its ``--threads`` option."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--threads":
-            skip = True
-        elif not a.startswith("--threads="):
-            out.append(a)
-    return out
-
-
 def run_threads(w: Workload, work: Path, cells: list[Cell], repeat: int) -> dict[str, Run]:
     """``deltadv predicate`` on every cell with this process's threads: best of
     ``repeat`` (after one warm-up run), by cell (``"N,k"``)."""
@@ -287,17 +273,7 @@ def by_threads(counts: list[int]) -> None:
     (its report printed as it runs), then wall / CPU / utilisation per count and
     the wall of each count / that of the smallest."""
     counts = sorted(counts)
-    results: dict[int, dict[str, Run]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in counts:
-            out = Path(tmp) / f"threads-{n}.json"
-            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
-            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
-            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
-            done = subprocess.run([sys.executable, __file__, *argv], env=env)
-            if done.returncode != 0:
-                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
-            results[n] = json.loads(out.read_text())
+    results: dict[int, dict[str, Run]] = run_by_threads(__file__, counts)
     low = counts[0]
     print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
     print("deltadv predicate, best wall ms / cpu ms / utilisation per thread count:")

@@ -82,9 +82,7 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -95,6 +93,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from _threads import run_by_threads
 
 import deltadv
 
@@ -411,35 +410,12 @@ class Peer:
         self.proc.join(10)
 
 
-def without_threads(argv: list[str]) -> list[str]:
-    """``argv`` less its ``--threads`` option."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--threads":
-            skip = True
-        elif not a.startswith("--threads="):
-            out.append(a)
-    return out
-
-
 def by_threads(threads: list[str] | list[int]) -> None:
     """The benchmark once per thread count, each in a subprocess of its own
     (its report printed as it runs), then wall / CPU / utilisation per count and
     the wall of each count / that of the smallest."""
     counts = sorted(int(t) for t in threads)
-    results: dict[int, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in counts:
-            out = Path(tmp) / f"threads-{n}.json"
-            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
-            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
-            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
-            done = subprocess.run([sys.executable, __file__, *argv], env=env)
-            if done.returncode != 0:
-                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
-            results[n] = json.loads(out.read_text())
+    results: dict[int, dict[str, Any]] = run_by_threads(__file__, counts)
     ms, low = 1e3, counts[0]
     print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
     print("best wall ms / cpu ms / utilisation (cpu / wall) per thread count:")

@@ -52,7 +52,6 @@ import os
 import platform
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +64,7 @@ import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from _threads import run_by_threads
 
 import deltadv
 
@@ -534,35 +534,12 @@ def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def without_threads(argv: list[str]) -> list[str]:
-    """``argv`` less its ``--threads`` option."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--threads":
-            skip = True
-        elif not a.startswith("--threads="):
-            out.append(a)
-    return out
-
-
 def by_threads(counts: list[int]) -> None:
     """The benchmark once per thread count, each in a subprocess of its own (its
     report printed as it runs), then deltadv's wall / CPU / utilisation per count
     and the wall of each count / that of the smallest."""
     counts = sorted(counts)
-    results: dict[int, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in counts:
-            out = Path(tmp) / f"threads-{n}.json"
-            argv = [*without_threads(sys.argv[1:]), "--threads", str(n), "--json-out", str(out)]
-            print(f"\n======== --threads {n} (a subprocess) ========", flush=True)
-            env = {**os.environ, "DELTADV_NUM_THREADS": str(n)}
-            done = subprocess.run([sys.executable, __file__, *argv], env=env)
-            if done.returncode != 0:
-                sys.exit(f"FAIL: the run with --threads {n} exited {done.returncode}")
-            results[n] = json.loads(out.read_text())
+    results: dict[int, dict[str, Any]] = run_by_threads(__file__, counts)
     ms, low = 1e3, counts[0]
     print(f"\n======== summary by threads ({', '.join(map(str, counts))}) ========")
     print("deltadv DeltaTable() + get_add_actions(), best wall ms / cpu ms / utilisation:")
