@@ -336,6 +336,7 @@ class RawDeltaTable:
         materialize: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        batch_size: int | None = None,
     ) -> BatchReader: ...
     def delete_rows(
         self,

@@ -58,6 +58,11 @@ from deltadv.typecheck import check_arg, check_str_list
 
 __all__ = ["polars_schema", "read_delta", "scan_delta", "to_filter"]
 
+#: Rows per batch the scan decodes for a whole-table read (at most; fewer when
+#: polars asks for smaller frames): 8x the scan's default, as
+#: ``to_pyarrow_table`` decodes.
+SCAN_BATCH_ROWS = 65_536
+
 #: Rows per frame when polars gives no ``batch_size``.
 DEFAULT_BATCH_ROWS = 100_000
 
@@ -196,16 +201,21 @@ def _frame(data: pa.Table | pa.RecordBatch) -> pl.DataFrame:
 
 
 def _scan(
-    table: DeltaTable, columns: list[str] | None, tree: Expression | None, limit: int | None
+    table: DeltaTable,
+    columns: list[str] | None,
+    tree: Expression | None,
+    limit: int | None,
+    batch_size: int | None = None,
 ) -> pa.RecordBatchReader:
     """The table's rows (``columns``, matching ``tree``), at most ``limit`` of them
-    (the scan stops there: no file beyond those rows is opened)."""
+    (the scan stops there: no file beyond those rows is opened), decoded in
+    batches of ``batch_size`` rows (None: the scan's default)."""
     try:
-        return table.scan(columns, tree, limit=limit)
+        return table.scan(columns, tree, limit=limit, batch_size=batch_size)
     except UnsupportedPredicateError:
         # a literal deltadv's strict binding refuses for its column (e.g. out of
         # its range): polars applies the predicate in any case
-        return table.scan(columns, limit=limit)
+        return table.scan(columns, limit=limit, batch_size=batch_size)
 
 
 def _gathered(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
@@ -243,14 +253,17 @@ def _batches(
         read += [c for c in predicate.meta.root_names() if c in schema and c not in read]
         tree = to_filter(predicate, schema)
     columns = None if read == names else read
-    # without a predicate the scan itself stops at n_rows; with one, the rows
-    # left after polars' filter are counted below
-    reader = _scan(table, columns, tree, n_rows if predicate is None else None)
-    left = n_rows
     # batches are gathered into frames of about batch_size rows, so polars'
     # per-frame work (the filter) runs on few large frames; with n_rows, frame
     # by frame, to stop as soon as the rows are there
     rows = 1 if n_rows is not None else batch_size or DEFAULT_BATCH_ROWS
+    # without a predicate the scan itself stops at n_rows; with one, the rows
+    # left after polars' filter are counted below. A whole scan decodes larger
+    # batches (fewer to decode, filter and hand over); one for a few rows, the
+    # scan's own
+    decode = None if n_rows is not None else min(rows, SCAN_BATCH_ROWS)
+    reader = _scan(table, columns, tree, n_rows if predicate is None else None, decode)
+    left = n_rows
     try:
         for data in _gathered(reader, rows):
             frame = _frame(data)

@@ -460,6 +460,7 @@ class DeltaTable:
         ordered: bool = True,
         limit: int | None = None,
         offset: int = 0,
+        batch_size: int | None = None,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -500,15 +501,23 @@ class DeltaTable:
         read-ahead (those of the ``prefetch_files`` files of a window together,
         one GET per DV file they share), so a scan stopped early has fetched the
         DVs of the files it read, not the table's.
+
+        ``batch_size`` is the rows of each decoded batch (default 8,192; the last
+        batch of a row group, or one the DV or ``filter`` thins, has fewer): larger
+        batches cost less to decode and hand over, at the price of memory (each
+        piece read ahead holds at least one batch).
         """
         check_str_list("columns", columns)
         check_args(
             {
                 "with_row_tracking": (with_row_tracking, bool, False),
                 "ordered": (ordered, bool, False),
+                "batch_size": (batch_size, int, True),
             },
             where="scan",
         )
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"scan: batch_size must be >= 1, not {batch_size}")
         limit, offset = _rows_args(limit, offset, "scan")
         sql, tree = _filter_args(filter)
         return _reader(
@@ -522,6 +531,7 @@ class DeltaTable:
                 ordered,
                 limit=limit,
                 offset=offset,
+                batch_size=batch_size,
             )
         )
 

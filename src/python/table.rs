@@ -386,7 +386,9 @@ impl RawDeltaTable {
     /// returned: no file is opened past those the limit needs (read-ahead
     /// aside), and without a filter, files the log's row counts place
     /// wholly before the offset or past the limit are not read at all.
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false, limit=None, offset=0))]
+    /// `batch_size`: rows per decoded batch (default [`crate::scan::BATCH_ROWS`];
+    /// [`crate::scan::MATERIALIZE_BATCH_ROWS`] when materializing every row).
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false, limit=None, offset=0, batch_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -401,8 +403,14 @@ impl RawDeltaTable {
         materialize: bool,
         limit: Option<u64>,
         offset: u64,
+        batch_size: Option<usize>,
     ) -> PyResult<BatchReader> {
         let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
+        if batch_size == Some(0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "batch_size must be at least 1, not 0",
+            ));
+        }
         let (schema, stream) = py
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
@@ -432,11 +440,11 @@ impl RawDeltaTable {
                     offset,
                     limit,
                     // a few rows asked for: no larger batches than a scan's
-                    batch_rows: if materialize && limit.is_none() {
+                    batch_rows: batch_size.unwrap_or(if materialize && limit.is_none() {
                         crate::scan::MATERIALIZE_BATCH_ROWS
                     } else {
                         crate::scan::BATCH_ROWS
-                    },
+                    }),
                     ..crate::scan::ReadOptions::default()
                 };
                 let stream = block_on(crate::scan::stream_snapshot(&self.snapshot, &spec, read))??;

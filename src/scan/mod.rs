@@ -829,7 +829,10 @@ impl FilePiece {
             })
         };
         let Some((filter, indexes)) = open.filter.clone() else {
-            return Ok(shaped.boxed());
+            // a batch the DV empties is not handed on
+            return Ok(shaped
+                .try_filter(|b| futures::future::ready(b.num_rows() > 0))
+                .boxed());
         };
         Ok(shaped
             .try_filter_map(move |batch| {

@@ -262,7 +262,7 @@ def _typed_rows(n: int, seed: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def deltalake_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
     """A partitioned table deltalake wrote in three commits; returns its path and
-    each commit's timestamp (ms)."""
+    each commit's time (ms)."""
     deltalake = pytest.importorskip("deltalake")
     path = str(tmp_path_factory.mktemp("polars") / "deltalake")
     for v in range(3):
@@ -270,7 +270,9 @@ def deltalake_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list
         deltalake.write_deltalake(path, _typed_rows(60, v), mode=mode, partition_by=["p"])
         time.sleep(0.3)  # commit times well apart (see test_time_travel_by_datetime)
     history = DeltaTable(path).history()
-    return path, [h["timestamp"] for h in sorted(history, key=lambda h: h["version"])]
+    # the commit time time travel goes by (no in-commit timestamps here: the
+    # commit file's time, as Delta Spark's), not commitInfo's timestamp
+    return path, [h["commitTimestamp"] for h in sorted(history, key=lambda h: h["version"])]
 
 
 def test_deltalake_table_random_scans(deltalake_table: tuple[str, list[int]]) -> None:
@@ -313,8 +315,9 @@ def test_time_travel_by_datetime(deltalake_table: tuple[str, list[int]]) -> None
     path, stamps = deltalake_table
     for v, ms in enumerate(stamps):
         when = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
-        # halfway to the next commit: deltalake may go by the commit file's time,
-        # a few ms after the commitInfo timestamp deltadv goes by
+        # `when` is the commit time deltadv goes by (the commit file's time);
+        # pl.scan_delta is checked 100 ms later, as deltalake may go by
+        # commitInfo's timestamp, a few ms before it
         later = when + dt.timedelta(milliseconds=100)
         want = _sorted(pl.from_arrow(DeltaTable(path, version=v).to_pyarrow_table()))
         for point in (when, when.replace(tzinfo=None), when.isoformat(), later):

@@ -97,6 +97,29 @@ def test_prefetch_must_be_a_positive_integer(
         DeltaTable(str(many_files[0])).scan(prefetch_files=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("batch_size", [1, 7, 1000, 65_536])
+def test_batch_size_sets_the_rows_of_each_batch(
+    many_files: tuple[Path, dict[int, list[int]]], batch_size: int
+) -> None:
+    """No batch holds more than ``batch_size`` rows, and the rows and their order
+    are the scan's, whatever the size (DVs applied)."""
+    root, deleted = many_files
+    batches = list(DeltaTable(str(root)).scan(batch_size=batch_size))
+    assert max(b.num_rows for b in batches) <= batch_size
+    ids = [i for b in batches for i in b.column("id").to_pylist()]
+    assert ids == _ids_without(deleted)
+    if batch_size == 1:
+        assert len(batches) == len(ids)
+
+
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (True, TypeError)])
+def test_batch_size_must_be_a_positive_integer(
+    many_files: tuple[Path, dict[int, list[int]]], bad: object, error: type
+) -> None:
+    with pytest.raises(error, match="batch_size"):
+        DeltaTable(str(many_files[0])).scan(batch_size=bad)  # type: ignore[arg-type]
+
+
 def test_missing_file_mid_stream_raises_file_not_found(
     many_files: tuple[Path, dict[int, list[int]]],
 ) -> None:
