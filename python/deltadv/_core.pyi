@@ -393,7 +393,10 @@ def read_scan_task(
     counter: RequestCounter | None = None,
 ) -> BatchReader: ...
 def read_scan_tasks(
-    tasks: list[str], storage_options: dict[str, str] | None = None, ordered: bool = True
+    tasks: list[str],
+    storage_options: dict[str, str] | None = None,
+    ordered: bool = True,
+    counter: RequestCounter | None = None,
 ) -> BatchReader: ...
 def write_table(
     table_uri: str,

@@ -1370,7 +1370,11 @@ class DeltaTable:
         )
         if not tasks:
             return pa.RecordBatchReader.from_batches(schema, [])
-        native = read_scan_tasks([t.json for t in tasks], self._raw.storage_options or None)
+        native = read_scan_tasks(
+            [t.json for t in tasks],
+            self._raw.storage_options or None,
+            counter=self._raw.request_counter(),
+        )
         return pa.RecordBatchReader.from_batches(schema, (pa.record_batch(b) for b in native))
 
     def cdf_tasks(

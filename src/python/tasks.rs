@@ -258,13 +258,15 @@ pub fn read_scan_task(
 /// `num_threads()` tasks read at once, in task order, or as decoded when not
 /// `ordered` (see `scan::cdf::stream_tasks`). At least one task.
 #[pyfunction]
-#[pyo3(signature = (tasks, storage_options=None, ordered=true))]
+#[pyo3(signature = (tasks, storage_options=None, ordered=true, counter=None))]
 pub fn read_scan_tasks(
     py: Python<'_>,
     tasks: Vec<String>,
     storage_options: Option<HashMap<String, String>>,
     ordered: bool,
+    counter: Option<PyRef<'_, RequestCounter>>,
 ) -> PyResult<BatchReader> {
+    let counts = counter.map(|c| c.counts.clone());
     let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
             let options = storage_options.unwrap_or_default();
@@ -272,19 +274,29 @@ pub fn read_scan_tasks(
                 .iter()
                 .map(|t| crate::scan::task::ScanTask::from_json(t, options.clone()))
                 .collect::<crate::Result<Vec<_>>>()?;
-            let schema = tasks
-                .first()
-                .ok_or_else(|| {
-                    crate::Error::InvalidArgument(
-                        "read_scan_tasks: no tasks (at least one is needed for the schema)".into(),
-                    )
-                })?
-                .output_schema()?;
+            let first = tasks.first().ok_or_else(|| {
+                crate::Error::InvalidArgument(
+                    "read_scan_tasks: no tasks (at least one is needed for the schema)".into(),
+                )
+            })?;
+            if let Some(other) = tasks.iter().find(|t| t.table_uri != first.table_uri) {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "read_scan_tasks: the tasks are of one table, not of {} and {}",
+                    first.table_uri, other.table_uri
+                )));
+            }
+            let schema = first.output_schema()?;
+            // one store (one client) for every task
+            let mut store = TableStore::open(&first.table_uri, &first.storage_options)?;
+            if let Some(counts) = counts {
+                store = store.counting_into(counts);
+            }
             let read = crate::scan::ReadOptions {
                 ordered,
                 ..crate::scan::ReadOptions::default()
             };
-            let stream = block_on(async move { crate::scan::cdf::stream_tasks(tasks, read) })?;
+            let stream =
+                block_on(async move { crate::scan::cdf::stream_tasks(store, tasks, read) })?;
             Ok((schema, stream))
         })
         .map_err(to_py)?;

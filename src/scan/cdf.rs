@@ -156,7 +156,8 @@ pub(crate) fn change_task(
     task
 }
 
-/// Read `tasks` (a [`ChangePlan`]'s, in commit order) as one stream, in task
+/// Read `tasks` (a [`ChangePlan`]'s, in commit order; all of the table at
+/// `store`, whose client and request counters they share) as one stream, in task
 /// order and in row order within a task when `options.ordered` (else as
 /// decoded): up to `options.threads` tasks are read at once (each started,
 /// its DV loaded and its footer fetched, as it enters the window), each task
@@ -167,7 +168,7 @@ pub(crate) fn change_task(
 /// share + 1 pieces of [`ReadOptions::read_ahead_bytes`].
 ///
 /// Must be called within the runtime.
-pub fn stream_tasks(tasks: Vec<ScanTask>, options: ReadOptions) -> BatchStream {
+pub fn stream_tasks(store: TableStore, tasks: Vec<ScanTask>, options: ReadOptions) -> BatchStream {
     let threads = options.threads.max(1);
     let at_once = threads.min(tasks.len()).max(1);
     let per_task = ReadOptions {
@@ -175,7 +176,8 @@ pub fn stream_tasks(tasks: Vec<ScanTask>, options: ReadOptions) -> BatchStream {
         ..options
     };
     let start = move |task: ScanTask| -> BatchStream {
-        crate::io::spawn_now(async move { task.stream_with(per_task).await })
+        let store = store.clone();
+        crate::io::spawn_now(async move { task.stream_on(store, per_task).await })
             .map(|started| started.and_then(|stream| stream))
             .into_stream()
             .try_flatten()

@@ -408,9 +408,9 @@ fn tasks_read_at_once_keep_commit_and_row_order() {
             ordered,
             ..ReadOptions::default()
         };
-        let tasks = plan.tasks.clone();
+        let (store, tasks) = (store.clone(), plan.tasks.clone());
         let batches: Vec<RecordBatch> =
-            block_on(async move { stream_tasks(tasks, options).try_collect().await })
+            block_on(async move { stream_tasks(store, tasks, options).try_collect().await })
                 .unwrap()
                 .unwrap();
         assert!(batches.iter().all(|b| b.schema() == plan.schema));

@@ -174,6 +174,14 @@ def test_change_feed_task_reads_count_in_the_table(tmp_path: Path) -> None:
     assert rows == 10
     data_gets, dv_gets = _delta(t, before)
     assert (data_gets, dv_gets) == (2, 1)  # footer, row group; the new DV
+    # load_cdf plans the same tasks (the log's GETs, as cdf_tasks makes them),
+    # then reads them through one store that counts in the table
+    before = t.request_counts()
+    t.cdf_tasks(starting_version=1)
+    planning, _ = _delta(t, before)
+    before = t.request_counts()
+    assert t.load_cdf(starting_version=1).read_all().num_rows == 10
+    assert _delta(t, before) == (planning + 2, 1)
 
 
 # --- limit and offset ---------------------------------------------------------------
