@@ -147,12 +147,13 @@ def _cached_batches(batches: Any) -> Any:
     import builtins
 
     from deltadv import ScanTask
+    from deltadv.spark._tasks import TASK_BATCH_ROWS
 
     cache = builtins.__dict__.setdefault("_deltadv_bench_handoff", {})
     for batch in batches:
         for task in batch.column(0).to_pylist():
             if task not in cache:
-                cache[task] = list(ScanTask(task, {}).read())
+                cache[task] = list(ScanTask(task, {}).read(batch_size=TASK_BATCH_ROWS))
             yield from cache[task]
 
 
@@ -198,12 +199,13 @@ def read_alone(path: str, files: list[str], rounds: int = 3) -> tuple[float, flo
 
     import deltadv
     from deltadv import ScanTask
+    from deltadv.spark._tasks import TASK_BATCH_ROWS
 
     tasks = [t.json for t in deltadv.DeltaTable(path).scan_tasks()]
 
     def ours() -> None:
         for task in tasks:
-            for _ in ScanTask(task, {}).read():
+            for _ in ScanTask(task, {}).read(batch_size=TASK_BATCH_ROWS):
                 pass
 
     def theirs() -> None:

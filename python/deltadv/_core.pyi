@@ -391,12 +391,14 @@ def read_scan_task(
     storage_options: dict[str, str] | None = None,
     ordered: bool = True,
     counter: RequestCounter | None = None,
+    batch_size: int | None = None,
 ) -> BatchReader: ...
 def read_scan_tasks(
     tasks: list[str],
     storage_options: dict[str, str] | None = None,
     ordered: bool = True,
     counter: RequestCounter | None = None,
+    batch_size: int | None = None,
 ) -> BatchReader: ...
 def write_table(
     table_uri: str,

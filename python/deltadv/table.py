@@ -162,14 +162,23 @@ class ScanTask:
         row carries its own); None for a scan task."""
         return self.info.change_type
 
-    def read(self, *, ordered: bool = True) -> pa.RecordBatchReader:
+    def read(self, *, ordered: bool = True, batch_size: int | None = None) -> pa.RecordBatchReader:
         """A stream of the file's rows (Arrow record batches), deleted rows gone,
         decoded as they are pulled, its row groups on :func:`deltadv.num_threads`
         threads; in row order, or with ``ordered=False`` as they are decoded (the
-        same rows, in batches whose order varies)."""
-        check_args({"ordered": (ordered, bool, False)}, where="ScanTask.read")
+        same rows, in batches whose order varies). ``batch_size`` is the rows of
+        each decoded batch (default 8,192; a batch is smaller where deleted rows
+        are dropped or a row group ends)."""
+        check_args(
+            {"ordered": (ordered, bool, False), "batch_size": (batch_size, int, True)},
+            where="ScanTask.read",
+        )
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"ScanTask.read: batch_size must be >= 1, not {batch_size}")
         return _reader(
-            read_scan_task(self.json, self.storage_options or None, ordered, self._counter)
+            read_scan_task(
+                self.json, self.storage_options or None, ordered, self._counter, batch_size
+            )
         )
 
     def schema(self) -> pa.Schema:

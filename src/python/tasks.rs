@@ -222,16 +222,19 @@ pub struct RequestCounter {
 /// they are pulled (row groups on `num_threads()` threads; in row order, or
 /// as decoded when not `ordered`). Runs on Spark executors: the process
 /// runtime is created here, after any fork. With `counter`, its requests
-/// are counted there (the table the task came from).
+/// are counted there (the table the task came from). `batch_size`: rows per
+/// decoded batch (default [`crate::scan::BATCH_ROWS`]).
 #[pyfunction]
-#[pyo3(signature = (task, storage_options=None, ordered=true, counter=None))]
+#[pyo3(signature = (task, storage_options=None, ordered=true, counter=None, batch_size=None))]
 pub fn read_scan_task(
     py: Python<'_>,
     task: &str,
     storage_options: Option<HashMap<String, String>>,
     ordered: bool,
     counter: Option<PyRef<'_, RequestCounter>>,
+    batch_size: Option<usize>,
 ) -> PyResult<BatchReader> {
+    let batch_rows = batch_rows(batch_size)?;
     let counts = counter.map(|c| c.counts.clone());
     let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
@@ -240,6 +243,7 @@ pub fn read_scan_task(
             let schema = task.output_schema()?;
             let read = crate::scan::ReadOptions {
                 ordered,
+                batch_rows,
                 ..crate::scan::ReadOptions::default()
             };
             let mut store = TableStore::open(&task.table_uri, &task.storage_options)?;
@@ -256,16 +260,19 @@ pub fn read_scan_task(
 /// Stream scan tasks (their JSON; a change data feed's, in commit order) as
 /// one stream of Arrow batches with the first task's schema: up to
 /// `num_threads()` tasks read at once, in task order, or as decoded when not
-/// `ordered` (see `scan::cdf::stream_tasks`). At least one task.
+/// `ordered` (see `scan::cdf::stream_tasks`). At least one task. `batch_size`
+/// as for [`read_scan_task`].
 #[pyfunction]
-#[pyo3(signature = (tasks, storage_options=None, ordered=true, counter=None))]
+#[pyo3(signature = (tasks, storage_options=None, ordered=true, counter=None, batch_size=None))]
 pub fn read_scan_tasks(
     py: Python<'_>,
     tasks: Vec<String>,
     storage_options: Option<HashMap<String, String>>,
     ordered: bool,
     counter: Option<PyRef<'_, RequestCounter>>,
+    batch_size: Option<usize>,
 ) -> PyResult<BatchReader> {
+    let batch_rows = batch_rows(batch_size)?;
     let counts = counter.map(|c| c.counts.clone());
     let (schema, stream) = py
         .detach(|| -> crate::Result<_> {
@@ -293,6 +300,7 @@ pub fn read_scan_tasks(
             }
             let read = crate::scan::ReadOptions {
                 ordered,
+                batch_rows,
                 ..crate::scan::ReadOptions::default()
             };
             let stream =
@@ -301,6 +309,18 @@ pub fn read_scan_tasks(
         })
         .map_err(to_py)?;
     Ok(BatchReader::new(schema, stream))
+}
+
+/// Rows per decoded batch of a task read: `batch_size` (at least 1), else
+/// [`crate::scan::BATCH_ROWS`].
+fn batch_rows(batch_size: Option<usize>) -> PyResult<usize> {
+    match batch_size {
+        Some(0) => Err(PyValueError::new_err(
+            "batch_size must be at least 1, not 0",
+        )),
+        Some(n) => Ok(n),
+        None => Ok(crate::scan::BATCH_ROWS),
+    }
 }
 
 /// The Arrow schema a scan task returns.

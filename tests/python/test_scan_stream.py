@@ -145,6 +145,23 @@ def test_scan_task_read_is_a_stream(many_files: tuple[Path, dict[int, list[int]]
     assert ids == [7 * ROWS + r for r in range(ROWS) if r not in set(deleted[7])]
 
 
+@pytest.mark.parametrize("batch_size", [1, 7, 100_000])
+def test_scan_task_read_batch_size(
+    many_files: tuple[Path, dict[int, list[int]]], batch_size: int
+) -> None:
+    """``ScanTask.read(batch_size=)`` bounds each batch (the Spark tasks' hand-off
+    size); the rows are the task's, in order, DVs applied."""
+    root, deleted = many_files
+    task = DeltaTable(str(root)).scan_tasks()[7]
+    batches = list(task.read(batch_size=batch_size))
+    assert max(b.num_rows for b in batches) <= batch_size
+    ids = [i for b in batches for i in b.column("id").to_pylist()]
+    assert ids == [7 * ROWS + r for r in range(ROWS) if r not in set(deleted[7])]
+    for bad, error in [(0, ValueError), (-1, ValueError), (True, TypeError), ("8", TypeError)]:
+        with pytest.raises(error, match="batch_size"):
+            task.read(batch_size=bad)  # type: ignore[arg-type]
+
+
 def _row_group_table(root: Path, deleted_rows: list[int]) -> DeltaTable:
     make_table(root, files=1, rows_per_file=4000, deleted={0: deleted_rows}, row_group_size=1000)
     return DeltaTable(str(root))

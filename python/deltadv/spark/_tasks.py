@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 #: Spark's default split size (``spark.sql.files.maxPartitionBytes``).
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 
+#: Rows per batch a Spark task decodes and hands to the JVM (``ScanTask.read``'s
+#: default; 65,536 measured no faster: the decode's CPU is the same, see
+#: benches/README.md, bench_spark_read.py).
+TASK_BATCH_ROWS = 8192
+
 
 def to_arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark's Arrow exchange uses for ``schema`` (timestamps in UTC).
@@ -229,7 +234,9 @@ def task_reader(storage_options: dict[str, str]) -> Body:
         task_threads()
         for batch in batches:
             for task in batch.column(TASK_COLUMN).to_pylist():
-                yield from ScanTask(task, storage_options).read(ordered=False)
+                yield from ScanTask(task, storage_options).read(
+                    ordered=False, batch_size=TASK_BATCH_ROWS
+                )
 
     return read_tasks
 
