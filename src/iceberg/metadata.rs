@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::log::features::properties::NESTED_IDS_KEY;
 use crate::log::schema::{ColumnMappingMode, DataType, StructField, StructType};
 
 /// The Iceberg format version written.
@@ -22,8 +23,6 @@ pub const DELTA_TIMESTAMP: &str = "delta-timestamp";
 pub const NAME_MAPPING: &str = "schema.name-mapping.default";
 /// Partition field ids start here.
 pub const FIRST_PARTITION_FIELD_ID: i32 = 1000;
-/// Delta's metadata key of nested array/map slot ids.
-const NESTED_IDS_KEY: &str = "delta.columnMapping.nested.ids";
 
 /// An Iceberg primitive type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
