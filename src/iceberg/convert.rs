@@ -368,11 +368,11 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
     // Data entries.
     let mut kept_data: HashSet<&str> = HashSet::new();
     let mut removed_data_files = 0;
-    for (m, (mf, entries)) in manifests.iter().enumerate() {
+    for ((mf, entries), k) in manifests.iter().zip(keep.iter_mut()) {
         if mf.content != MANIFEST_CONTENT_DATA {
             continue;
         }
-        for (e, entry) in entries.iter().enumerate() {
+        for (entry, slot) in entries.iter().zip(k.iter_mut()) {
             let path = entry.data_file.file_path.as_str();
             let same = live.get(path).is_some_and(|&i| {
                 !kept_data.contains(path)
@@ -384,7 +384,7 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
             });
             if same {
                 kept_data.insert(path);
-                keep[m][e] = true;
+                *slot = true;
             } else {
                 removed_data_files += 1;
             }
@@ -393,11 +393,11 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
     // Delete entries: kept when the data entry stays, the file was not
     // touched, and the cardinality still matches.
     let mut kept_dv: HashSet<&str> = HashSet::new();
-    for (m, (mf, entries)) in manifests.iter().enumerate() {
+    for ((mf, entries), k) in manifests.iter().zip(keep.iter_mut()) {
         if mf.content != MANIFEST_CONTENT_DELETES {
             continue;
         }
-        for (e, entry) in entries.iter().enumerate() {
+        for (entry, slot) in entries.iter().zip(k.iter_mut()) {
             let Some(target) = entry.data_file.referenced_data_file.as_deref() else {
                 continue;
             };
@@ -410,34 +410,34 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
                 });
             if ok {
                 kept_dv.insert(target);
-                keep[m][e] = true;
+                *slot = true;
             }
         }
     }
     // The Puffin rule: a Puffin file that loses an entry loses them all.
     let mut dirty: HashSet<&str> = HashSet::new();
-    for (m, (mf, entries)) in manifests.iter().enumerate() {
+    for ((mf, entries), k) in manifests.iter().zip(&keep) {
         if mf.content == MANIFEST_CONTENT_DELETES {
-            for (e, entry) in entries.iter().enumerate() {
-                if !keep[m][e] {
+            for (entry, kept) in entries.iter().zip(k) {
+                if !kept {
                     dirty.insert(entry.data_file.file_path.as_str());
                 }
             }
         }
     }
     let mut removed_delete_files = 0;
-    for (m, (mf, entries)) in manifests.iter().enumerate() {
+    for ((mf, entries), k) in manifests.iter().zip(keep.iter_mut()) {
         if mf.content != MANIFEST_CONTENT_DELETES {
             continue;
         }
-        for (e, entry) in entries.iter().enumerate() {
-            if keep[m][e] && dirty.contains(entry.data_file.file_path.as_str()) {
-                keep[m][e] = false;
+        for (entry, slot) in entries.iter().zip(k.iter_mut()) {
+            if *slot && dirty.contains(entry.data_file.file_path.as_str()) {
+                *slot = false;
                 if let Some(t) = entry.data_file.referenced_data_file.as_deref() {
                     kept_dv.remove(t);
                 }
             }
-            if !keep[m][e] {
+            if !*slot {
                 removed_delete_files += 1;
             }
         }
@@ -530,16 +530,27 @@ pub struct Output {
 /// roaring) and its cardinality, by index into `DeltaInput::files`.
 pub type DvBytes = HashMap<usize, (Vec<u8>, u64)>;
 
-fn manifest_file(
-    path: String,
-    length: usize,
+/// The snapshot a manifest is written for.
+struct Writing<'a> {
     spec_id: i32,
-    content: i32,
     snapshot_id: i64,
     sequence_number: i64,
+    partition: &'a [PartitionColumn],
+}
+
+fn manifest_file(
+    w: &Writing<'_>,
+    path: String,
+    length: usize,
+    content: i32,
     entries: &[ManifestEntry],
-    partition: &[PartitionColumn],
 ) -> ManifestFile {
+    let Writing {
+        spec_id,
+        snapshot_id,
+        sequence_number,
+        partition,
+    } = *w;
     let count = |s: Status| entries.iter().filter(|e| e.status == s).count() as i32;
     let rows = |s: Status| {
         entries
@@ -616,6 +627,12 @@ pub fn build(
             id
         }
     };
+    let writing = Writing {
+        spec_id,
+        snapshot_id,
+        sequence_number,
+        partition: &shape.partition,
+    };
     let ctx = ManifestContext {
         schema: &schema_json,
         schema_id,
@@ -669,14 +686,11 @@ pub fn build(
                     let rel = format!("{METADATA_DIR}/{name}");
                     let bytes = manifest::write_manifest(&ctx, mf.content, &kept, &rel)?;
                     let mut m = manifest_file(
+                        &writing,
                         shape.metadata_location(&name),
                         bytes.len(),
-                        spec_id,
                         mf.content,
-                        snapshot_id,
-                        sequence_number,
                         &kept,
-                        &shape.partition,
                     );
                     if mf.content == MANIFEST_CONTENT_DATA {
                         m.first_row_id = Some(next_row_id);
@@ -725,14 +739,11 @@ pub fn build(
         let rel = format!("{METADATA_DIR}/{name}");
         let bytes = manifest::write_manifest(&ctx, MANIFEST_CONTENT_DATA, &added, &rel)?;
         let mut m = manifest_file(
+            &writing,
             shape.metadata_location(&name),
             bytes.len(),
-            spec_id,
             MANIFEST_CONTENT_DATA,
-            snapshot_id,
-            sequence_number,
             &added,
-            &shape.partition,
         );
         m.first_row_id = Some(first_row_id);
         list.push(m);
@@ -798,14 +809,11 @@ pub fn build(
         let rel = format!("{METADATA_DIR}/{name}");
         let bytes = manifest::write_manifest(&ctx, MANIFEST_CONTENT_DELETES, &entries, &rel)?;
         list.push(manifest_file(
+            &writing,
             shape.metadata_location(&name),
             bytes.len(),
-            spec_id,
             MANIFEST_CONTENT_DELETES,
-            snapshot_id,
-            sequence_number,
             &entries,
-            &shape.partition,
         ));
         files.push(OutFile { path: rel, bytes });
         manifests_written += 1;

@@ -815,7 +815,8 @@ mod tests {
             m.partitions[0].lower_bound,
             Some(3i32.to_le_bytes().to_vec())
         );
-        let bytes = write_manifest_list(&[m.clone()], 9, Some(8), 3, 20, "l.avro").unwrap();
+        let bytes =
+            write_manifest_list(std::slice::from_ref(&m), 9, Some(8), 3, 20, "l.avro").unwrap();
         assert_eq!(read_manifest_list(&bytes, "l.avro").unwrap(), vec![m]);
     }
 

@@ -21,6 +21,10 @@ pub const DELTA_TIMESTAMP: &str = "delta-timestamp";
 /// Table property with the name mapping (physical and logical names → ids),
 /// for readers of data files without field ids.
 pub const NAME_MAPPING: &str = "schema.name-mapping.default";
+/// Reserved Iceberg field id of `_row_id` (row lineage).
+pub const ROW_ID_FIELD_ID: i32 = 2_147_483_540;
+/// Reserved Iceberg field id of `_last_updated_sequence_number`.
+pub const LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID: i32 = 2_147_483_539;
 /// Partition field ids start here.
 pub const FIRST_PARTITION_FIELD_ID: i32 = 1000;
 
@@ -160,6 +164,17 @@ fn field_id_of(f: &StructField, path: &str) -> Result<i32> {
         .map_err(|_| unsupported(format!("column '{path}' has field id {id}, out of range")))
 }
 
+/// A name-mapping entry: `{"field-id", "names", "fields"?}`.
+fn mapping_entry(id: i32, names: Vec<Value>, children: Vec<Value>) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("field-id".into(), Value::from(id));
+    m.insert("names".into(), Value::Array(names));
+    if !children.is_empty() {
+        m.insert("fields".into(), Value::Array(children));
+    }
+    Value::Object(m)
+}
+
 struct Converter {
     last_id: i32,
     leaves: Vec<LeafColumn>,
@@ -214,11 +229,7 @@ impl Converter {
             if physical != f.name {
                 names.push(Value::from(physical));
             }
-            let mut m = json!({"field-id": id, "names": names});
-            if !children.is_empty() {
-                m["fields"] = Value::Array(children);
-            }
-            mapping.push(m);
+            mapping.push(mapping_entry(id, names, children));
         }
         Ok((fields, mapping))
     }
@@ -269,10 +280,7 @@ impl Converter {
                     nested_ids,
                     &format!("{slot}.element"),
                 )?;
-                let mut m = json!({"field-id": id, "names": ["element"]});
-                if !children.is_empty() {
-                    m["fields"] = Value::Array(children);
-                }
+                let m = mapping_entry(id, vec![Value::from("element")], children);
                 Ok((
                     json!({"type": "list", "element-id": id, "element": ty,
                            "element-required": !contains_null}),
@@ -300,14 +308,8 @@ impl Converter {
                     nested_ids,
                     &format!("{slot}.value"),
                 )?;
-                let mut km = json!({"field-id": kid, "names": ["key"]});
-                if !kc.is_empty() {
-                    km["fields"] = Value::Array(kc);
-                }
-                let mut vm = json!({"field-id": vid, "names": ["value"]});
-                if !vc.is_empty() {
-                    vm["fields"] = Value::Array(vc);
-                }
+                let km = mapping_entry(kid, vec![Value::from("key")], kc);
+                let vm = mapping_entry(vid, vec![Value::from("value")], vc);
                 Ok((
                     json!({"type": "map", "key-id": kid, "key": kt, "value-id": vid,
                            "value": vt, "value-required": !value_contains_null}),
@@ -334,6 +336,19 @@ pub fn convert_schema(schema: &StructType) -> Result<ConvertedSchema> {
         last_column_id: c.last_id,
         leaves: c.leaves,
     })
+}
+
+impl ConvertedSchema {
+    /// Map the columns of Delta's materialized row ids and row commit versions
+    /// (their names in data files) to Iceberg's reserved row lineage ids, so
+    /// readers of files without field ids match them (and skip them in scans).
+    pub fn map_row_tracking_columns(&mut self, row_id: &str, row_commit_version: &str) {
+        if let Value::Array(m) = &mut self.name_mapping {
+            m.push(json!({"field-id": ROW_ID_FIELD_ID, "names": [row_id]}));
+            m.push(json!({"field-id": LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID,
+                          "names": [row_commit_version]}));
+        }
+    }
 }
 
 /// One identity partition field of the spec built from Delta's partition columns.

@@ -28,7 +28,7 @@ use crate::iceberg::manifest;
 use crate::iceberg::metadata::{convert_schema, partition_columns, TableMetadata};
 use crate::io::TableStore;
 use crate::log::actions::{self, Action};
-use crate::log::features::properties::ROW_TRACKING_DOMAIN;
+use crate::log::features::properties::{TableProperties, ROW_TRACKING_DOMAIN};
 use crate::log::path::{normalize_path, LogPath};
 use crate::table::snapshot::Snapshot;
 
@@ -75,9 +75,14 @@ pub fn table_location(store: &TableStore) -> String {
 
 /// The Iceberg view of the snapshot's schema and partitioning.
 pub fn table_shape(snapshot: &Snapshot) -> Result<TableShape> {
+    let mut schema = convert_schema(snapshot.schema())?;
+    let properties = TableProperties::new(&snapshot.metadata().configuration);
+    if let Some((row_id, commit_version)) = properties.materialized_row_tracking_columns() {
+        schema.map_row_tracking_columns(row_id, commit_version);
+    }
     Ok(TableShape {
         location: table_location(snapshot.store()),
-        schema: convert_schema(snapshot.schema())?,
+        schema,
         partition: partition_columns(snapshot.schema(), &snapshot.metadata().partition_columns)?,
         delta_table_id: snapshot.metadata().id.clone(),
     })
