@@ -139,6 +139,25 @@ pub async fn latest_metadata_version(store: &TableStore) -> Result<u64> {
     Ok(n)
 }
 
+/// The manifests, with their live entries, of the manifest list at `location`.
+async fn read_manifests(
+    store: &TableStore,
+    shape: &TableShape,
+    location: &str,
+) -> Result<Vec<(manifest::ManifestFile, Vec<manifest::ManifestEntry>)>> {
+    let list_bytes = store.get(&store_path(store, shape, location)?).await?;
+    let list = manifest::read_manifest_list(&list_bytes, location)?;
+    futures::stream::iter(list.into_iter().map(|mf| async move {
+        let path = store_path(store, shape, &mf.manifest_path)?;
+        let bytes = store.get(&path).await?;
+        let entries = manifest::read_manifest(&bytes, &shape.partition, &mf.manifest_path)?;
+        Ok::<_, Error>((mf, entries))
+    }))
+    .buffered(MANIFEST_READ_CONCURRENCY)
+    .try_collect()
+    .await
+}
+
 /// The converted state at metadata version `n`.
 async fn read_prev(store: &TableStore, shape: &TableShape, n: u64) -> Result<PrevState> {
     let rel = format!("{METADATA_DIR}/{}", metadata_file_name(n));
@@ -151,18 +170,13 @@ async fn read_prev(store: &TableStore, shape: &TableShape, n: u64) -> Result<Pre
         metadata.current_snapshot(),
         same_partitioning(&metadata, shape),
     ) {
-        let list_path = store_path(store, shape, &current.manifest_list)?;
-        let list_bytes = store.get(&list_path).await?;
-        let list = manifest::read_manifest_list(&list_bytes, &current.manifest_list)?;
-        manifests = futures::stream::iter(list.into_iter().map(|mf| async move {
-            let path = store_path(store, shape, &mf.manifest_path)?;
-            let bytes = store.get(&path).await?;
-            let entries = manifest::read_manifest(&bytes, &shape.partition, &mf.manifest_path)?;
-            Ok::<_, Error>((mf, entries))
-        }))
-        .buffered(MANIFEST_READ_CONCURRENCY)
-        .try_collect()
-        .await?;
+        manifests = match read_manifests(store, shape, &current.manifest_list).await {
+            Ok(m) => m,
+            // Deleted (by a VACUUM that does not know metadata/): convert in
+            // full on top of the metadata that is left.
+            Err(Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(e),
+        };
     }
     Ok(PrevState {
         metadata,
