@@ -104,6 +104,11 @@ pub enum Error {
     #[error("corrupt Delta log: {file}: {detail}")]
     CorruptLog { file: String, detail: String },
 
+    /// Iceberg metadata (a `metadata/` JSON, manifest list, manifest or Puffin
+    /// file of the UniForm mirror) that cannot be read back. `file` names it.
+    #[error("corrupt Iceberg metadata: {file}: {detail}")]
+    CorruptIceberg { file: String, detail: String },
+
     /// The table needs something deltadv does not implement (a reader
     /// feature, a protocol version, a type). Raised before any data is read.
     #[error("unsupported: {0}")]

@@ -14,6 +14,7 @@
 //! | [`log::features::properties`] | every `delta.*` key (table properties, column metadata, domains), read through typed accessors | no |
 //! | [`log`]             | actions, segments, replay, schema; [`log::cdf`]: the rows each commit changed | no  |
 //! | [`expr`]            | predicates and UPDATE/MERGE values: SQL (sqlparser) or JSON → tree, binding, pruning, Arrow evaluation | no |
+//! | [`iceberg`]         | Iceberg v3 metadata for Delta tables (UniForm with DVs): Puffin, Avro manifests, metadata JSON, planning | no |
 //! | [`io`]              | the only module that reads storage or names tokio / object_store (runtime, tasks, backoff sleep) | yes |
 //! | [`table`]           | snapshots (files, history, time travel) and DV loading        | yes |
 //! | [`scan`]            | plan (skipping) -> selection (DV -> keep mask) -> read; [`scan::cdf`]: Change Data Feed reads | yes |
@@ -39,6 +40,7 @@ pub mod codec;
 pub mod error;
 pub mod expr;
 pub mod format;
+pub mod iceberg;
 pub mod io;
 pub mod log;
 pub mod scan;

@@ -338,6 +338,19 @@ def _run_table_command(args: argparse.Namespace) -> int:
                 f"RESTORE to version {m['restored_version']}: version {m['version']}", m
             ),
         )
+    elif cmd == "sync-iceberg":
+        s = table.sync_iceberg()
+        title = (
+            f"Iceberg metadata already mirrors Delta version {s['delta_version']}"
+            if s["snapshot_id"] is None
+            else f"Delta version {s['delta_version']} -> Iceberg snapshot {s['snapshot_id']} "
+            f"({s['metadata_location']})"
+        )
+        _emit(
+            args,
+            s,
+            lambda: _table(title, ["file written"], [(f,) for f in s["files_written"]]),
+        )
     elif cmd == "generate":
         r = table.generate_symlink_manifest()
         _emit(
@@ -409,6 +422,9 @@ def _parser() -> argparse.ArgumentParser:
     r = table_command("restore", "restore an earlier version")
     r.add_argument("target", help="a version number or an ISO-8601 timestamp")
     table_command("generate", "write the symlink_format_manifest (no DV may be live)")
+    table_command(
+        "sync-iceberg", "mirror the latest version as Iceberg v3 metadata under metadata/"
+    )
 
     read = sub.add_parser("read-dv", help="print the rows a DV descriptor marks deleted")
     read.add_argument("table_root")
@@ -421,7 +437,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 TABLE_COMMANDS = frozenset(
-    {"info", "files", "history", "dvs", "purge", "optimize", "vacuum", "restore", "generate"}
+    {
+        "info",
+        "files",
+        "history",
+        "dvs",
+        "purge",
+        "optimize",
+        "vacuum",
+        "restore",
+        "generate",
+        "sync-iceberg",
+    }
 )
 
 

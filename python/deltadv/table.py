@@ -1238,6 +1238,26 @@ class DeltaTable:
             retention_hours, dry_run, enforce_retention_duration, progress, full
         )
 
+    def sync_iceberg(self) -> dict[str, Any]:
+        """Mirror the latest version as an Iceberg v3 snapshot (Delta UniForm's layout,
+        deletion vectors included) under ``<table>/metadata/``, so Iceberg readers
+        (pyiceberg, DuckDB, Spark, Trino...) read the table by the path of
+        ``metadata/vN.metadata.json`` with no data rewritten: data files with their
+        record counts and column stats, and each deletion vector as a
+        ``deletion-vector-v1`` blob of a Puffin file (the Delta DV's own bytes).
+
+        Incremental from the Delta version the latest Iceberg metadata records
+        (``delta-version``), in full the first time; unchanged manifests are reused.
+        Needs column mapping (``delta.columnMapping.mode=name``) for field ids, and
+        ``numRecords`` in every file's stats. Returns ``delta_version``,
+        ``previous_delta_version``, ``snapshot_id`` (None when already up to date:
+        nothing written), ``metadata_version`` (N), ``metadata_location``,
+        ``files_written`` (relative paths, in write order), ``added_data_files``,
+        ``removed_data_files``, ``added_dvs``, ``removed_dvs``, ``manifests_reused``
+        and ``manifests_written``. A concurrent sync that wins the same metadata
+        version makes this one raise ``CommitConflictError``."""
+        return self._raw.sync_iceberg()
+
     def restore(self, target: int | datetime | str) -> dict[str, Any]:
         """RESTORE the table to an earlier version (an int) or to the version at a
         time (``datetime``, naive = UTC, or ISO-8601 text), as Delta Spark's

@@ -65,7 +65,9 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         }
         Error::Io { .. } => PyOSError::new_err(message),
         Error::VersionNotFound(_) => raise("VersionNotFoundError", message),
-        Error::CorruptLog { .. } => raise("CorruptLogError", message),
+        Error::CorruptLog { .. } | Error::CorruptIceberg { .. } => {
+            raise("CorruptLogError", message)
+        }
         Error::Unsupported(_) | Error::Schema(_) => raise("DeltaProtocolError", message),
         Error::UnsupportedPredicate(_) => raise("UnsupportedPredicateError", message),
         Error::NotATable(_) => raise("TableNotFoundError", message),

@@ -567,6 +567,31 @@ impl RawDeltaTable {
         Ok(d)
     }
 
+    /// Mirror the latest version as an Iceberg v3 snapshot under `metadata/`
+    /// (see `crate::write::iceberg`); what was converted and written.
+    fn sync_iceberg<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = py
+            .detach(|| -> crate::Result<_> {
+                let latest = self.latest_snapshot()?;
+                block_on(crate::write::iceberg::sync_iceberg(&latest))?
+            })
+            .map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("delta_version", r.delta_version)?;
+        d.set_item("previous_delta_version", r.previous_delta_version)?;
+        d.set_item("snapshot_id", r.snapshot_id)?;
+        d.set_item("metadata_version", r.metadata_version)?;
+        d.set_item("metadata_location", r.metadata_location)?;
+        d.set_item("files_written", r.files_written)?;
+        d.set_item("added_data_files", r.added_data_files)?;
+        d.set_item("removed_data_files", r.removed_data_files)?;
+        d.set_item("added_dvs", r.added_dvs)?;
+        d.set_item("removed_dvs", r.removed_dvs)?;
+        d.set_item("manifests_reused", r.manifests_reused)?;
+        d.set_item("manifests_written", r.manifests_written)?;
+        Ok(d)
+    }
+
     /// RESTORE the latest version of the table to `version` (or the version
     /// at `timestamp_ms`); its metrics; reloads at the new version.
     #[pyo3(signature = (version=None, timestamp_ms=None))]

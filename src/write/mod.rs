@@ -38,6 +38,7 @@
 //! | [`cluster`]       | OPTIMIZE of a clustered table: files to recluster, Hilbert order over range ids |
 //! | [`optimize`], [`vacuum`], [`restore`], [`drop_feature`], [`manifest`] | maintenance |
 //! | [`checkpoint`]    | checkpoint files written after a commit                               |
+//! | [`iceberg`]       | Iceberg v3 metadata beside the log (UniForm with DVs): `sync_iceberg` |
 //!
 //! Data files, like DV files, are new uniquely named objects until a commit
 //! references them; [`files`] removes the files of a commit that failed.
@@ -56,6 +57,7 @@ pub mod delete;
 pub mod drop_feature;
 pub mod dv_files;
 pub mod files;
+pub mod iceberg;
 pub mod manifest;
 pub mod merge;
 pub mod metrics;

@@ -1,0 +1,379 @@
+//! Iceberg v3 metadata beside the Delta log (UniForm, deletion vectors
+//! included): [`sync_iceberg`] converts a Delta snapshot into an Iceberg
+//! snapshot under `<table>/metadata/`, incrementally from the Delta version
+//! the latest Iceberg metadata records (`delta-version`), or in full the
+//! first time. The decisions are [`crate::iceberg::convert`]'s; this module
+//! reads the previous state, fetches DV bytes and writes.
+//!
+//! Order of writes, for readers that open `metadata/` by path: manifests,
+//! the Puffin file and the manifest list (new, uniquely named), then
+//! `v<N+1>.metadata.json` with put-if-absent (two syncs racing: one wins, the
+//! other fails with [`Error::Conflict`] and wrote only orphans), then
+//! `version-hint.text`. A crash before the metadata file leaves orphans only;
+//! after it, readers that list or probe versions see the new snapshot, and the
+//! hint catches up at the next sync.
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::error::{Error, Result};
+use crate::format::bitmap::{self, PORTABLE_MAGIC};
+use crate::iceberg::convert::{
+    self, metadata_file_name, same_partitioning, DeltaFile, DeltaInput, DvBytes, Ids, PrevState,
+    TableShape, METADATA_DIR, VERSION_HINT,
+};
+use crate::iceberg::manifest;
+use crate::iceberg::metadata::{convert_schema, partition_columns, TableMetadata};
+use crate::io::TableStore;
+use crate::log::actions::{self, Action};
+use crate::log::features::properties::{TableProperties, ROW_TRACKING_DOMAIN};
+use crate::log::path::{normalize_path, LogPath};
+use crate::table::snapshot::Snapshot;
+
+/// Commits read at once to find the files a range of versions touched.
+const COMMIT_READ_CONCURRENCY: usize = 16;
+/// Above this many Delta versions since the last conversion, the commits are
+/// not read: every file is compared instead.
+const MAX_COMMITS_TO_READ: u64 = 1000;
+/// Manifests fetched at once.
+const MANIFEST_READ_CONCURRENCY: usize = 16;
+
+/// What one [`sync_iceberg`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncReport {
+    /// The Delta version the Iceberg metadata now mirrors.
+    pub delta_version: u64,
+    /// The Delta version mirrored before (None: first conversion).
+    pub previous_delta_version: Option<u64>,
+    /// The new Iceberg snapshot (None: already up to date, nothing written).
+    pub snapshot_id: Option<i64>,
+    /// N of the current `metadata/vN.metadata.json`.
+    pub metadata_version: u64,
+    /// Its location.
+    pub metadata_location: String,
+    /// Files written, relative to the table root, in write order.
+    pub files_written: Vec<String>,
+    pub added_data_files: usize,
+    pub removed_data_files: usize,
+    pub added_dvs: usize,
+    pub removed_dvs: usize,
+    pub manifests_reused: usize,
+    pub manifests_written: usize,
+}
+
+/// The table root as Iceberg locations spell it: the store URL,
+/// percent-decoded (Iceberg readers use locations as plain paths), without a
+/// trailing `/`.
+pub fn table_location(store: &TableStore) -> String {
+    let url = store.url().as_str().trim_end_matches('/');
+    percent_encoding::percent_decode_str(url)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// The Iceberg view of the snapshot's schema and partitioning.
+pub fn table_shape(snapshot: &Snapshot) -> Result<TableShape> {
+    let mut schema = convert_schema(snapshot.schema())?;
+    let properties = TableProperties::new(&snapshot.metadata().configuration);
+    if let Some((row_id, commit_version)) = properties.materialized_row_tracking_columns() {
+        schema.map_row_tracking_columns(row_id, commit_version);
+    }
+    Ok(TableShape {
+        location: table_location(snapshot.store()),
+        schema,
+        partition: partition_columns(snapshot.schema(), &snapshot.metadata().partition_columns)?,
+        delta_table_id: snapshot.metadata().id.clone(),
+    })
+}
+
+/// The store path of an Iceberg location under the table root.
+fn store_path(
+    store: &TableStore,
+    shape: &TableShape,
+    location: &str,
+) -> Result<crate::io::StorePath> {
+    match location
+        .strip_prefix(&shape.location)
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        Some(rel) => Ok(store.path(rel)),
+        None => store.resolve(location),
+    }
+}
+
+async fn get_optional(store: &TableStore, rel: &str) -> Result<Option<Bytes>> {
+    match store.get(&store.path(rel)).await {
+        Ok(b) => Ok(Some(b)),
+        Err(Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// N of the latest `metadata/vN.metadata.json` (0: none): from the hint,
+/// then probing forward (the hint is written after the metadata file).
+pub async fn latest_metadata_version(store: &TableStore) -> Result<u64> {
+    let hint_rel = format!("{METADATA_DIR}/{VERSION_HINT}");
+    let mut n = match get_optional(store, &hint_rel).await? {
+        Some(b) => String::from_utf8_lossy(&b)
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(0),
+        None => 0,
+    };
+    // A hint naming a missing file (deleted, or bad): go back to the start.
+    if n > 0
+        && !store
+            .exists(&store.path(&format!("{METADATA_DIR}/{}", metadata_file_name(n))))
+            .await?
+    {
+        n = 0;
+    }
+    while store
+        .exists(&store.path(&format!("{METADATA_DIR}/{}", metadata_file_name(n + 1))))
+        .await?
+    {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The manifests, with their live entries, of the manifest list at `location`.
+async fn read_manifests(
+    store: &TableStore,
+    shape: &TableShape,
+    location: &str,
+) -> Result<Vec<(manifest::ManifestFile, Vec<manifest::ManifestEntry>)>> {
+    let list_bytes = store.get(&store_path(store, shape, location)?).await?;
+    let list = manifest::read_manifest_list(&list_bytes, location)?;
+    futures::stream::iter(list.into_iter().map(|mf| async move {
+        let path = store_path(store, shape, &mf.manifest_path)?;
+        let bytes = store.get(&path).await?;
+        let entries = manifest::read_manifest(&bytes, &shape.partition, &mf.manifest_path)?;
+        Ok::<_, Error>((mf, entries))
+    }))
+    .buffered(MANIFEST_READ_CONCURRENCY)
+    .try_collect()
+    .await
+}
+
+/// The converted state at metadata version `n`.
+async fn read_prev(store: &TableStore, shape: &TableShape, n: u64) -> Result<PrevState> {
+    let rel = format!("{METADATA_DIR}/{}", metadata_file_name(n));
+    let bytes = store.get(&store.path(&rel)).await?;
+    let metadata = TableMetadata::parse(&bytes, &rel)?;
+    let mut manifests = Vec::new();
+    // Manifests of another partitioning are not carried over: every file is
+    // added again under the current spec.
+    if let (Some(current), true) = (
+        metadata.current_snapshot(),
+        same_partitioning(&metadata, shape),
+    ) {
+        manifests = match read_manifests(store, shape, &current.manifest_list).await {
+            Ok(m) => m,
+            // Deleted (by a VACUUM that does not know metadata/): convert in
+            // full on top of the metadata that is left.
+            Err(Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+    }
+    Ok(PrevState {
+        metadata,
+        metadata_version: n,
+        manifests,
+    })
+}
+
+/// Locations of the files the Delta commits `from + 1 ..= to` added or
+/// removed; `None` when a commit is gone (log cleanup) or there are too many.
+async fn touched_files(
+    store: &TableStore,
+    shape: &TableShape,
+    from: u64,
+    to: u64,
+) -> Result<Option<HashSet<String>>> {
+    if to <= from || to - from > MAX_COMMITS_TO_READ {
+        return Ok(None);
+    }
+    let commits: Vec<Option<Vec<Action>>> =
+        futures::stream::iter((from + 1..=to).map(|v| async move {
+            let name = LogPath::Commit(v).relative_path();
+            match get_optional(store, &name).await? {
+                Some(bytes) => actions::parse_commit(&bytes, &name).map(Some),
+                None => Ok(None),
+            }
+        }))
+        .buffered(COMMIT_READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut out = HashSet::new();
+    for commit in commits {
+        let Some(actions) = commit else {
+            return Ok(None);
+        };
+        for a in actions {
+            match a {
+                Action::Add(add) => {
+                    out.insert(shape.file_location(&normalize_path(&add.path)));
+                }
+                Action::Remove(r) => {
+                    out.insert(shape.file_location(&normalize_path(&r.path)));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `rowIdHighWaterMark` of the row tracking domain, if any.
+fn high_water_mark(snapshot: &Snapshot) -> Option<i64> {
+    let d = snapshot.domain_metadata().get(ROW_TRACKING_DOMAIN)?;
+    let v: serde_json::Value = serde_json::from_str(&d.configuration).ok()?;
+    v.get("rowIdHighWaterMark")?.as_i64()
+}
+
+/// The DV bytes (portable layout) of the files `indexes` of `files`.
+async fn load_dvs(
+    store: &TableStore,
+    live: &[crate::table::snapshot::LiveFile],
+    indexes: &[usize],
+) -> Result<DvBytes> {
+    let descriptors: Vec<(usize, &crate::DeletionVectorDescriptor)> = indexes
+        .iter()
+        .filter_map(|&i| {
+            live.get(i)
+                .and_then(|f| f.add.deletion_vector.as_ref())
+                .map(|d| (i, d))
+        })
+        .collect();
+    let refs: Vec<&crate::DeletionVectorDescriptor> = descriptors.iter().map(|(_, d)| *d).collect();
+    let loaded = crate::table::dv::load_many_serialized(store, &refs).await?;
+    let mut out = HashMap::with_capacity(loaded.len());
+    for ((i, _), dv) in descriptors.into_iter().zip(loaded) {
+        let portable = dv.bytes.get(..4) == Some(&PORTABLE_MAGIC.to_le_bytes()[..]);
+        let bytes = if portable {
+            dv.bytes
+        } else {
+            // The older native layout: same rows, re-serialized portably.
+            let map = bitmap::deserialize(&dv.bytes)?;
+            let mut buf = Vec::new();
+            bitmap::serialize_into(&map, &mut buf)?;
+            buf
+        };
+        out.insert(i, (bytes, dv.cardinality));
+    }
+    Ok(out)
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Mirror `snapshot` as the current Iceberg snapshot under `metadata/`.
+/// Nothing is written when the Iceberg metadata already mirrors its version.
+pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
+    let store = snapshot.store();
+    let shape = table_shape(snapshot)?;
+    let n = latest_metadata_version(store).await?;
+    let prev = if n > 0 {
+        Some(read_prev(store, &shape, n).await?)
+    } else {
+        None
+    };
+    let version = snapshot.version();
+    let previous_delta_version = prev
+        .as_ref()
+        .and_then(|p| p.metadata.delta_version())
+        .and_then(|v| u64::try_from(v).ok());
+    if let (Some(p), Some(pv)) = (&prev, previous_delta_version) {
+        if pv == version {
+            return Ok(SyncReport {
+                delta_version: version,
+                previous_delta_version,
+                snapshot_id: None,
+                metadata_version: p.metadata_version,
+                metadata_location: shape.metadata_location(&metadata_file_name(p.metadata_version)),
+                ..Default::default()
+            });
+        }
+    }
+    let touched = match previous_delta_version {
+        Some(pv) if pv < version => touched_files(store, &shape, pv, version).await?,
+        _ => None,
+    };
+    let live = snapshot.files()?;
+    let files = live
+        .iter()
+        .map(|f| {
+            Ok(DeltaFile {
+                data_file: convert::data_file(&shape, &f.add, &f.path)?,
+                dv_cardinality: f.add.deletion_vector.as_ref().map(|d| d.cardinality()),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let input = DeltaInput {
+        version,
+        timestamp_ms: snapshot.timestamp().unwrap_or_else(now_ms),
+        files,
+        touched,
+        row_id_high_water_mark: high_water_mark(snapshot),
+    };
+    let plan = convert::plan(prev.as_ref(), &input);
+    let dvs = load_dvs(store, &live, &plan.dv_blobs).await?;
+    let token = uuid::Uuid::new_v4();
+    let ids = Ids {
+        snapshot_id: (token.as_u128() as i64) & i64::MAX,
+        token: token.to_string(),
+        now_ms: now_ms(),
+        fallback_table_uuid: uuid::Uuid::new_v4().to_string(),
+    };
+    let out = convert::build(prev.as_ref(), &shape, &input, &plan, &dvs, &ids)?;
+
+    let mut written = Vec::with_capacity(out.files.len() + 2);
+    futures::stream::iter(out.files.iter().map(|f| async move {
+        store
+            .put(&store.path(&f.path), Bytes::from(f.bytes.clone()))
+            .await
+    }))
+    .buffer_unordered(MANIFEST_READ_CONCURRENCY)
+    .try_collect::<Vec<()>>()
+    .await?;
+    written.extend(out.files.iter().map(|f| f.path.clone()));
+    let meta_path = store.path(&out.metadata_file.path);
+    if !store
+        .put_if_absent(&meta_path, Bytes::from(out.metadata_file.bytes.clone()))
+        .await?
+    {
+        return Err(Error::Conflict {
+            version,
+            detail: format!(
+                "another Iceberg sync wrote {} first; the files this one wrote are orphans",
+                out.metadata_file.path
+            ),
+        });
+    }
+    written.push(out.metadata_file.path.clone());
+    store
+        .put(
+            &store.path(&out.version_hint.path),
+            Bytes::from(out.version_hint.bytes.clone()),
+        )
+        .await?;
+    written.push(out.version_hint.path.clone());
+    Ok(SyncReport {
+        delta_version: version,
+        previous_delta_version,
+        snapshot_id: Some(out.snapshot_id),
+        metadata_version: out.metadata_version,
+        metadata_location: shape.metadata_location(&metadata_file_name(out.metadata_version)),
+        files_written: written,
+        added_data_files: out.added_data_files,
+        removed_data_files: out.removed_data_files,
+        added_dvs: out.added_delete_files,
+        removed_dvs: out.removed_delete_files,
+        manifests_reused: out.manifests_reused,
+        manifests_written: out.manifests_written,
+    })
+}

@@ -1,0 +1,343 @@
+"""Iceberg v3 metadata of deltadv tables with deletion vectors (UniForm), read by
+an independent Iceberg reader, pyiceberg 0.12 (it reads whole Puffin files and
+applies each blob to the data file its ``referenced-data-file`` names).
+
+After each deltadv write, ``sync_iceberg()`` mirrors the latest version; then every
+Iceberg snapshot so far (time travel by snapshot id) must read exactly the rows of
+the Delta version its summary names (``delta-version``), as deltadv's own time
+travel reads them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table import StaticTable
+
+import deltadv
+from deltadv.write import write_table
+
+CONFIG = {"delta.columnMapping.mode": "name"}
+UTC = dt.timezone.utc
+
+
+def _latest(path: str) -> StaticTable:
+    hint = (Path(path) / "metadata" / "version-hint.text").read_text().strip()
+    return StaticTable.from_metadata(str(Path(path) / "metadata" / f"v{hint}.metadata.json"))
+
+
+def _key(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(f"{k}={row[k]!r}" for k in sorted(row))
+
+
+def _norm(v: Any) -> Any:
+    return v.astimezone(UTC) if isinstance(v, dt.datetime) and v.tzinfo else v
+
+
+def _sorted(table: pa.Table) -> list[dict[str, Any]]:
+    rows = [{k: _norm(v) for k, v in r.items()} for r in table.to_pylist()]
+    return sorted(rows, key=_key)
+
+
+def _duckdb() -> Any:
+    """DuckDB 1.4.4 with the iceberg and avro extensions of the ``duckdb-ext-*``
+    wheels (their ``duckdb_ext/extensions`` folder is DuckDB's extension_directory
+    layout): nothing is downloaded."""
+    import importlib.util
+
+    duckdb = pytest.importorskip("duckdb")
+    spec = importlib.util.find_spec("duckdb_ext")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("duckdb-ext-iceberg is not installed")
+    ext_dir = Path(next(iter(spec.submodule_search_locations))) / "extensions"
+    con = duckdb.connect()
+    con.execute(f"SET extension_directory = '{ext_dir}'")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("LOAD avro")
+    con.execute("LOAD iceberg")
+    return con
+
+
+def _delta_rows(path: str, version: int, columns: list[str]) -> list[dict[str, Any]]:
+    return _sorted(deltadv.DeltaTable(path, version=version).to_pyarrow_table().select(columns))
+
+
+def _check_all_snapshots(path: str) -> int:
+    """Every Iceberg snapshot reads the rows of its Delta version, in pyiceberg
+    and in DuckDB; returns how many snapshots were checked."""
+    table = _latest(path)
+    columns = [f.name for f in table.schema().fields]
+    snapshots = table.metadata.snapshots
+    con = _duckdb()  # in the test extra: a missing one skips the test, never passes it
+    select = ", ".join(f'"{c}"' for c in columns)
+    for snap in snapshots:
+        version = int(snap.summary["delta-version"])
+        want = _delta_rows(path, version, columns)
+        got = _sorted(table.scan(snapshot_id=snap.snapshot_id).to_arrow().select(columns))
+        assert got == want, f"pyiceberg: snapshot {snap.snapshot_id} (Delta version {version})"
+        duck = con.execute(
+            f"SELECT {select} FROM iceberg_scan(?, snapshot_from_id => ?)",
+            [table.metadata_location, snap.snapshot_id],
+        ).fetch_arrow_table()
+        where = f"snapshot {snap.snapshot_id} (Delta version {version})"
+        assert _sorted(duck) == want, f"DuckDB: {where}"
+    return len(snapshots)
+
+
+def _sync(path: str) -> dict[str, Any]:
+    report = deltadv.DeltaTable(path).sync_iceberg()
+    assert report["delta_version"] == deltadv.DeltaTable(path).version()
+    return report
+
+
+def _data(ids: range, part: str | None = None) -> pa.Table:
+    base = dt.datetime(2024, 1, 1, tzinfo=UTC)
+    cols: dict[str, Any] = {
+        "id": pa.array(list(ids), pa.int64()),
+        "s": pa.array([f"s{i}" for i in ids], pa.string()),
+        # sub-millisecond parts: Delta's stats keep milliseconds only
+        "ts": pa.array(
+            [base + dt.timedelta(seconds=i, microseconds=999) for i in ids],
+            pa.timestamp("us", tz="UTC"),
+        ),
+    }
+    if part is not None:
+        cols["p"] = pa.array([part] * len(ids), pa.string())
+    return pa.table(cols)
+
+
+def test_unpartitioned_appends_and_deletes(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(40)), configuration=CONFIG, rows_per_file=10)
+    first = _sync(path)
+    assert first["previous_delta_version"] is None
+    assert first["added_data_files"] == 4 and first["added_dvs"] == 0
+    meta = json.loads((tmp_path / "t" / "metadata" / "v1.metadata.json").read_text())
+    assert meta["format-version"] == 3
+    assert meta["properties"]["delta-version"] == "0"
+    assert meta["next-row-id"] >= 40
+    assert [f["id"] for f in meta["schemas"][0]["fields"]] == [1, 2, 3]
+
+    table = deltadv.DeltaTable(path)
+    table.delete("id in (0, 7, 14, 21, 28, 35)")  # every file: four DVs in one DV file
+    dvs = table.deletion_vectors()
+    assert len(dvs) == 4
+    second = _sync(path)
+    assert second["added_dvs"] == 4 and second["added_data_files"] == 0
+    assert second["manifests_reused"] == 1  # the data manifest
+    puffins = [f for f in second["files_written"] if f.endswith(".puffin")]
+    assert len(puffins) == 1
+    assert (tmp_path / "t" / puffins[0]).read_bytes()[:4] == b"PFA1"
+
+    write_table(path, _data(range(100, 110)), mode="append")
+    third = _sync(path)
+    assert third["added_data_files"] == 1 and third["added_dvs"] == 0
+    assert third["manifests_reused"] == 2 and third["manifests_written"] == 1
+
+    # removes the first file (every row deleted), extends the second's DV, adds one
+    deltadv.DeltaTable(path).delete("id < 15 or id = 105")
+    fourth = _sync(path)
+    # the Puffin file of the second sync held the changed files' blobs: the other
+    # two move with them, so no live Puffin file keeps a stale blob
+    assert fourth["removed_data_files"] == 1
+    assert fourth["removed_dvs"] == 4 and fourth["added_dvs"] == 4
+    assert _check_all_snapshots(path) == 4
+    # nothing new: nothing written
+    again = _sync(path)
+    assert again["snapshot_id"] is None and again["files_written"] == []
+
+
+def test_partitioned_with_skipped_versions_and_restore(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_table(
+        path,
+        pa.concat_tables([_data(range(0, 20), "a"), _data(range(20, 30), "b")]),
+        configuration=CONFIG,
+        partition_by=["p"],
+        rows_per_file=5,
+    )
+    _sync(path)
+    table = deltadv.DeltaTable(path)
+    table.delete("id in (1, 2, 21)")
+    table.delete("id in (3, 22)")
+    write_table(path, _data(range(30, 35), "c"), mode="append")
+    report = _sync(path)  # three Delta versions in one sync
+    assert report["previous_delta_version"] == 0 and report["delta_version"] == 3
+    deltadv.DeltaTable(path).restore(1)  # DVs shrink back to version 1's
+    _sync(path)
+    deltadv.DeltaTable(path).delete("p = 'b' and id > 25")
+    _sync(path)
+    assert _check_all_snapshots(path) == 4
+    # partition pruning by the identity spec
+    latest = _latest(path)
+    got = latest.scan(row_filter="p == 'b'").to_arrow()
+    assert sorted(got["id"].to_pylist()) == [20, 22, 23, 24, 25]  # 22 is back after the restore
+
+
+def test_timestamp_bounds_cover_truncated_stats(tmp_path: Path) -> None:
+    """Delta's stats hold milliseconds; the Iceberg upper bound is widened so a
+    filter on the exact maximum does not prune the file holding it."""
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(10)), configuration=CONFIG, rows_per_file=5)
+    _sync(path)
+    latest = _latest(path)
+    exact = dt.datetime(2024, 1, 1, 0, 0, 4, 999, tzinfo=UTC)
+    got = latest.scan(row_filter=f"ts == '{exact.isoformat()}'").to_arrow()
+    assert got["id"].to_pylist() == [4]
+    got = latest.scan(row_filter="id >= 7").to_arrow()
+    assert sorted(got["id"].to_pylist()) == [7, 8, 9]
+
+
+def test_refuses_tables_without_column_mapping(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(3)))
+    with pytest.raises(deltadv.DeltaProtocolError, match="column mapping"):
+        deltadv.DeltaTable(path).sync_iceberg()
+    assert not (tmp_path / "t" / "metadata").exists()
+
+
+def _typed(ids: range, day: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "n": pa.array([i % 5 for i in ids], pa.int32()),
+            "x": pa.array([i / 4 for i in ids], pa.float64()),
+            "b": pa.array([i % 2 == 0 for i in ids], pa.bool_()),
+            "d": pa.array([dt.date(2024, 1, day)] * len(ids), pa.date32()),
+        }
+    )
+
+
+def _base_row_ids(path: str) -> dict[str, int]:
+    """``baseRowId`` of every add in the log, by path."""
+    out = {}
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            add = json.loads(line).get("add")
+            if add and "baseRowId" in add:
+                out[add["path"]] = add["baseRowId"]
+    return out
+
+
+def test_row_tracking_dml_and_maintenance(tmp_path: Path) -> None:
+    """UPDATE, MERGE, PURGE and OPTIMIZE on a row-tracking table partitioned by a
+    date: each mirrored, every snapshot read as its Delta version; data files carry
+    Delta's baseRowId as first_row_id."""
+    path = str(tmp_path / "t")
+    config = {**CONFIG, "delta.enableRowTracking": "true"}
+    data = pa.concat_tables([_typed(range(0, 12), 1), _typed(range(12, 20), 2)])
+    write_table(path, data, configuration=config, partition_by=["d"], rows_per_file=4)
+    _sync(path)
+    table = deltadv.DeltaTable(path)
+    table.update({"n": "n + 100"}, "id in (1, 13)")
+    _sync(path)
+    src = pa.table({"id": pa.array([2, 14, 50], pa.int64()), "x": pa.array([9.5, 9.5, 9.5])})
+    (
+        deltadv.DeltaTable(path)
+        .merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update({"x": "s.x"})
+        .when_not_matched_insert(
+            {"id": "s.id", "n": "0", "x": "s.x", "b": "true", "d": "DATE'2024-01-03'"}
+        )
+        .execute()
+    )
+    _sync(path)
+    deltadv.DeltaTable(path).delete("id in (5, 6)")
+    _sync(path)
+    deltadv.DeltaTable(path).purge()
+    _sync(path)
+    deltadv.DeltaTable(path).optimize()
+    report = _sync(path)
+    assert report["added_dvs"] == 0
+    assert _check_all_snapshots(path) == 6
+
+    latest = _latest(path)
+    meta = json.loads(Path(latest.metadata_location.removeprefix("file://")).read_text())
+    assert meta["partition-specs"][-1]["fields"][0]["transform"] == "identity"
+    bases = _base_row_ids(path)
+    snapshot = latest.current_snapshot()
+    assert snapshot is not None
+    # DuckDB's avro reader reads the manifests (pyiceberg's DataFile has no
+    # first_row_id attribute)
+    con = _duckdb()
+    firsts = {}
+    for manifest in snapshot.manifests(latest.io):
+        rows = con.execute(
+            "SELECT data_file.file_path, data_file.first_row_id, data_file.content "
+            "FROM read_avro(?) WHERE status <> 2",
+            [manifest.manifest_path.removeprefix("file://")],
+        ).fetchall()
+        firsts.update({p: first for p, first, content in rows if content == 0})
+    assert firsts
+    for location, first in firsts.items():
+        rel = location.split("/t/", 1)[1]
+        assert first == bases[rel], rel
+    assert meta["next-row-id"] > max(bases.values())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_write_sequences(tmp_path: Path, seed: int) -> None:
+    """Random appends, DELETEs (several DVs per DV file), UPDATEs, RESTOREs, PURGE
+    and OPTIMIZE, partitioned or not, synced after a random subset of the versions:
+    every Iceberg snapshot reads its Delta version, in pyiceberg and DuckDB."""
+    import random
+
+    rng = random.Random(seed)
+    path = str(tmp_path / "t")
+    partitioned = seed % 2 == 1
+    next_id = 30
+
+    def batch(start: int, n: int) -> pa.Table:
+        parts = [rng.choice("abc") for _ in range(n)] if partitioned else None
+        t = _data(range(start, start + n))
+        return t.append_column("p", pa.array(parts, pa.string())) if parts else t
+
+    write_table(
+        path,
+        batch(0, 30),
+        configuration=CONFIG,
+        partition_by=["p"] if partitioned else None,
+        rows_per_file=6,
+    )
+    _sync(path)
+    for _ in range(8):
+        table = deltadv.DeltaTable(path)
+        op = rng.choice(["append", "delete", "delete", "update", "restore", "purge", "optimize"])
+        if op == "append":
+            write_table(path, batch(next_id, rng.randint(1, 8)), mode="append", rows_per_file=4)
+            next_id += 8
+        elif op == "delete":
+            ids = sorted(rng.sample(range(next_id), 5))
+            table.delete(f"id in ({', '.join(map(str, ids))})")
+        elif op == "update":
+            ids = sorted(rng.sample(range(next_id), 3))
+            table.update({"s": "'u'"}, f"id in ({', '.join(map(str, ids))})")
+        elif op == "restore" and table.version() > 1:
+            table.restore(rng.randint(0, table.version() - 1))
+        elif op == "purge":
+            table.purge()
+        elif op == "optimize":
+            table.optimize()
+        if rng.random() < 0.6:
+            _sync(path)
+    _sync(path)
+    assert _check_all_snapshots(path) >= 2
+
+
+def test_cli_sync_iceberg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltadv.cli import main
+
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(5)), configuration=CONFIG)
+    assert main(["sync-iceberg", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["delta_version"] == 0 and out["metadata_version"] == 1
+    assert "metadata/v1.metadata.json" in out["files_written"]
+    assert main(["sync-iceberg", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["snapshot_id"] is None
+    assert _check_all_snapshots(path) == 1
