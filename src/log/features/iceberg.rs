@@ -138,9 +138,10 @@ pub fn new_table_configuration(
         return Ok(());
     };
     if enabled.len() > 1 {
-        let keys: Vec<String> = enabled
+        let keys: Vec<&str> = VERSIONS
             .iter()
-            .map(|v| format!("delta.enableIcebergCompatV{v}"))
+            .filter(|(_, key, _)| configured_true(configuration, key))
+            .map(|(_, key, _)| *key)
             .collect();
         return Err(Error::InvalidArgument(format!(
             "only one Iceberg compatibility version may be enabled, got {} all true \
