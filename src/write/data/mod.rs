@@ -593,3 +593,57 @@ pub async fn remove_files(store: &TableStore, paths: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::schema::PARQUET_FIELD_ID_KEY;
+
+    fn ids(configuration: &[(&str, &str)]) -> Vec<Option<String>> {
+        let configuration: HashMap<String, Option<String>> = configuration
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect();
+        let schema = StructType::new(vec![
+            StructField::new("a", DataType::Long, true)
+                .with_metadata([("delta.columnMapping.id", 1)])
+                .with_metadata([("delta.columnMapping.physicalName", "col-a")]),
+            StructField::internal("_row-id-col-x", DataType::Long),
+            StructField::internal("_row-commit-version-col-y", DataType::Long),
+            // a table column that happens to be named like one is not internal
+            StructField::new("_row-id-col-x", DataType::Long, true),
+        ]);
+        let physical = schema.to_arrow(ColumnMappingMode::None, true).unwrap();
+        with_reserved_field_ids(physical, &schema, &configuration)
+            .fields()
+            .iter()
+            .map(|f| f.metadata().get(PARQUET_FIELD_ID_KEY).cloned())
+            .collect()
+    }
+
+    #[test]
+    fn materialized_row_tracking_columns_get_reserved_ids_on_v3_tables() {
+        let names = [
+            (
+                "delta.rowTracking.materializedRowIdColumnName",
+                "_row-id-col-x",
+            ),
+            (
+                "delta.rowTracking.materializedRowCommitVersionColumnName",
+                "_row-commit-version-col-y",
+            ),
+        ];
+        let mut v3 = names.to_vec();
+        v3.push(("delta.enableIcebergCompatV3", "true"));
+        assert_eq!(
+            ids(&v3),
+            vec![
+                None,
+                Some("2147483540".to_string()),
+                Some("2147483539".to_string()),
+                None
+            ]
+        );
+        assert_eq!(ids(&names), vec![None; 4]);
+    }
+}
