@@ -397,3 +397,29 @@ def test_deltadv_writes_a_delta_spark_iceberg_compat_v3_table(
     model[7] = (7, "w", "b")
     check("Delta Spark on top")
     assert _check_v3_files(spark, path)["files"] > 0
+
+
+def test_copy_on_write_on_an_iceberg_compat_v3_table(delta_spark: Any, tmp_path: Path) -> None:
+    """A V3 table without deletion vectors: copy-on-write DELETE and UPDATE copy the
+    rows with their row ids into the materialized columns, which carry Iceberg's
+    reserved field ids; Delta Spark reads the same rows and ids."""
+    from tests.python.dml_tables import spark_row_ids
+
+    spark = delta_spark
+    path = str(tmp_path / "v3-cow")
+    rows = [(i, f"s{i}", "ab"[i % 2]) for i in range(12)]
+    write_table(
+        path, _pdata(rows), partition_by=["p"], configuration=V3, enable_deletion_vectors=False
+    )
+    assert "deletionVectors" not in _latest(path, "protocol")["writerFeatures"]
+    before = spark_row_ids(spark, path)
+    table = deltadv.DeltaTable(path)
+    table.delete("id = 3", allow_copy_on_write=True)
+    table.update({"s": "'u'"}, "id = 4", allow_copy_on_write=True)
+    after = spark_row_ids(spark, path)
+    assert {i: r[0] for i, r in after.items()} == {i: r[0] for i, r in before.items() if i != 3}
+    assert after[4][2] == "u"
+    counts = _check_v3_files(spark, path)
+    assert counts["tracking"] == counts["files"] >= 2, counts
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        assert '"deletionVector"' not in commit.read_text(), commit.name

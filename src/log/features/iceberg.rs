@@ -101,17 +101,25 @@ pub fn reserved_field_id(
     configuration: &HashMap<String, Option<String>>,
     physical: &str,
 ) -> Option<i64> {
-    if !enabled_versions(configuration).iter().any(|v| *v >= 3) {
-        return None;
-    }
+    let [row_id, row_commit_version] = row_tracking_field_ids(configuration)?;
     let props = TableProperties::new(configuration);
     if props.get(MATERIALIZED_ROW_ID) == Some(physical) {
-        Some(ROW_ID_FIELD_ID)
+        Some(row_id)
     } else if props.get(MATERIALIZED_ROW_COMMIT_VERSION) == Some(physical) {
-        Some(ROW_COMMIT_VERSION_FIELD_ID)
+        Some(row_commit_version)
     } else {
         None
     }
+}
+
+/// The field ids of the materialized `[row id, row commit version]` columns
+/// in data files of a table with this configuration: Iceberg's reserved ids
+/// from IcebergCompatV3 on ([`reserved_field_id`]), else `None` (no id).
+pub fn row_tracking_field_ids(configuration: &HashMap<String, Option<String>>) -> Option<[i64; 2]> {
+    enabled_versions(configuration)
+        .iter()
+        .any(|v| *v >= 3)
+        .then_some([ROW_ID_FIELD_ID, ROW_COMMIT_VERSION_FIELD_ID])
 }
 
 fn invalid(version: u8, why: String) -> Error {
