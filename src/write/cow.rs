@@ -38,14 +38,20 @@ fn is_absolute(path: &str) -> bool {
         })
 }
 
+/// The materialized row tracking columns `[id, version]` of a table, and
+/// the field ids they carry in data files (IcebergCompatV3's reserved ids,
+/// [`crate::log::features::iceberg::row_tracking_field_ids`]).
+pub type Tracking<'a> = (&'a [String; 2], Option<[i64; 2]>);
+
 /// `batch` (rows of `add`'s file, physical schema) with the row tracking
 /// columns `[id, version]` materialized: the file's values where it has
 /// them, else `baseRowId` + the row's physical index (`indexes`, one per
-/// row) and `defaultRowCommitVersion`, so the copied rows keep both.
+/// row) and `defaultRowCommitVersion`, so the copied rows keep both; with
+/// `field_ids`, both columns carry them.
 fn materialize_row_tracking(
     batch: &arrow_array::RecordBatch,
     add: &Add,
-    columns: &[String; 2],
+    (columns, field_ids): Tracking<'_>,
     indexes: &[i64],
     path: &str,
 ) -> Result<arrow_array::RecordBatch> {
@@ -62,7 +68,19 @@ fn materialize_row_tracking(
     let schema = batch.schema();
     let mut fields: Vec<arrow_schema::FieldRef> = schema.fields().iter().cloned().collect();
     let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
-    for (name, fill) in columns.iter().zip(fills) {
+    let ids = field_ids.map_or([None, None], |[a, b]| [Some(a), Some(b)]);
+    for ((name, fill), id) in columns.iter().zip(fills).zip(ids) {
+        let with_id = |field: arrow_schema::Field| match id {
+            Some(id) => {
+                let mut metadata = field.metadata().clone();
+                metadata.insert(
+                    crate::log::schema::PARQUET_FIELD_ID_KEY.to_string(),
+                    id.to_string(),
+                );
+                field.with_metadata(metadata)
+            }
+            None => field,
+        };
         match schema.index_of(name) {
             Ok(i) => {
                 let old = arrays
@@ -74,13 +92,16 @@ fn materialize_row_tracking(
                 if let Some(slot) = arrays.get_mut(i) {
                     *slot = Arc::new(merged);
                 }
+                if let Some(slot) = fields.get_mut(i) {
+                    *slot = Arc::new(with_id(slot.as_ref().clone()));
+                }
             }
             Err(_) => {
-                fields.push(Arc::new(arrow_schema::Field::new(
+                fields.push(Arc::new(with_id(arrow_schema::Field::new(
                     name.as_str(),
                     arrow_schema::DataType::Int64,
                     true,
-                )));
+                ))));
                 arrays.push(Arc::new(fill));
             }
         }
@@ -96,7 +117,7 @@ async fn rewrite(
     store: &TableStore,
     r: &Rewrite<'_>,
     now: i64,
-    tracking: Option<&[String; 2]>,
+    tracking: Option<Tracking<'_>>,
     tags: Option<&HashMap<String, Option<String>>>,
 ) -> Result<Option<(Add, u64)>> {
     let path = normalize_path(&r.add.path);
@@ -121,7 +142,7 @@ async fn rewrite(
         .await
         .map_err(|e| parquet_error(&path, e))?;
     let mut schema = schema;
-    if let Some(columns) = tracking {
+    if let Some(tracking) = tracking {
         // The physical indexes of the rows kept, in order.
         let total: u64 = rows.iter().sum();
         let mut kept_rows = (0..total)
@@ -129,7 +150,7 @@ async fn rewrite(
             .map(|i| i64::try_from(i).unwrap_or(i64::MAX));
         for b in batches.iter_mut() {
             let indexes: Vec<i64> = kept_rows.by_ref().take(b.num_rows()).collect();
-            *b = materialize_row_tracking(b, r.add, columns, &indexes, &path)?;
+            *b = materialize_row_tracking(b, r.add, tracking, &indexes, &path)?;
         }
         if let Some(b) = batches.first() {
             schema = b.schema();
@@ -188,7 +209,7 @@ async fn rewrite(
 pub async fn prepare(
     store: &TableStore,
     rewrites: &[Rewrite<'_>],
-    tracking: Option<&[String; 2]>,
+    tracking: Option<Tracking<'_>>,
     tags: Option<&HashMap<String, Option<String>>>,
 ) -> Result<(Vec<Action>, DeleteMetrics)> {
     let now = super::now_ms();

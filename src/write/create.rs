@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Action, Add, Format, Metadata, RecordCount};
 use crate::log::features::{self, ENABLE_DELETION_VECTORS, ENABLE_ROW_TRACKING};
-use crate::log::schema::StructType;
+use crate::log::schema::{ColumnMappingMode, StructType};
 use crate::table::snapshot::Snapshot;
 
 /// How the commit that creates a table is recorded (`commitInfo.operation`
@@ -83,6 +83,19 @@ pub async fn create_table(
         configuration
             .entry(ENABLE_DELETION_VECTORS.to_string())
             .or_insert_with(|| Some("true".to_string()));
+    }
+    // Iceberg compatibility: column mapping and (V3) row tracking when
+    // unset; conflicting settings refused.
+    features::iceberg::new_table_configuration(
+        &mut configuration,
+        options.enable_deletion_vectors,
+    )?;
+    let mode = crate::log::schema::column_mapping_mode(&configuration)?;
+    if mode != ColumnMappingMode::None && !crate::log::schema::is_column_mapped(schema) {
+        return Err(Error::InvalidArgument(format!(
+            "creating a table with column mapping ({mode}) needs a schema with field ids and \
+             physical names (write::files assigns them)"
+        )));
     }
     if features::configured_true(&configuration, ENABLE_ROW_TRACKING) {
         for (k, v) in features::row_tracking_properties() {
@@ -181,7 +194,7 @@ pub async fn enable_deletion_vectors(snapshot: &Snapshot) -> Result<u64> {
     if upgraded.is_none() && property_on {
         return Ok(snapshot.version());
     }
-    if let Some(v) = features::iceberg::active_versions(protocol, metadata).last() {
+    if let Some(v) = features::iceberg::forbids_deletion_vectors(protocol, metadata) {
         // Delta Spark: DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED
         return Err(Error::Unsupported(format!(
             "deletion vectors cannot be enabled: the table has icebergCompatV{v} active \

@@ -272,16 +272,26 @@ pub async fn target(
 /// `delta.columnMapping.maxColumnId`. Fields of `schema` that already carry
 /// an id and physical name ([`prepare_create`]) keep them.
 fn new_table_layout(schema: &StructType, options: &WriteOptions) -> Result<TableLayout> {
-    let configuration: HashMap<String, Option<String>> = options
+    let mut configuration: HashMap<String, Option<String>> = options
         .configuration
         .iter()
         .map(|(k, v)| (k.clone(), Some(v.clone())))
         .collect();
+    // Iceberg compatibility completes the configuration (column mapping,
+    // row tracking) before the files are laid out.
+    crate::log::features::iceberg::new_table_configuration(
+        &mut configuration,
+        options.enable_deletion_vectors,
+    )?;
     let mode = column_mapping_mode(&configuration)?;
+    let configuration: HashMap<String, String> = configuration
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
     let mut layout = TableLayout::new_table(
         schema.clone(),
         options.partition_by.clone(),
-        &options.configuration,
+        &configuration,
         options.enable_deletion_vectors,
     );
     if mode != ColumnMappingMode::None {
@@ -376,6 +386,7 @@ fn existing_target(
     } else {
         table_parts.clone()
     };
+    crate::log::features::iceberg::check_partition_change(s.protocol(), s.metadata(), &new_parts)?;
     if new_schema.is_none() && &new_parts == table_parts {
         return Ok(WriteTarget {
             layout: TableLayout::of_snapshot(&s),
@@ -908,6 +919,7 @@ mod tests {
             mode: ColumnMappingMode::None,
             configuration: HashMap::new(),
             deletion_vectors: true,
+            materialize_partitions: false,
         };
         let mut adds = vec![add("a.parquet"), add("b.parquet")];
         tag_identity_marks(&mut adds[..1], &layout, &[("id".into(), 30)]).unwrap();

@@ -224,6 +224,8 @@ pub(super) struct DeleteChanges<'o> {
     row_tracking: Option<[String; 2]>,
     /// Tags of rewritten files (icebergCompat).
     file_tags: Option<HashMap<String, Option<String>>>,
+    /// Field ids of the materialized row tracking columns (IcebergCompatV3).
+    row_tracking_ids: Option<[i64; 2]>,
 }
 
 impl<'o> DeleteChanges<'o> {
@@ -246,6 +248,9 @@ impl<'o> DeleteChanges<'o> {
                 snapshot.metadata(),
             ),
             file_tags: crate::log::features::iceberg::new_file_tags(
+                &snapshot.metadata().configuration,
+            ),
+            row_tracking_ids: crate::log::features::iceberg::row_tracking_field_ids(
                 &snapshot.metadata().configuration,
             ),
         }
@@ -315,7 +320,9 @@ impl super::transaction::Changes for DeleteChanges<'_> {
                 super::cow::prepare(
                     store,
                     &targets_view(&self.targets),
-                    self.row_tracking.as_ref(),
+                    self.row_tracking
+                        .as_ref()
+                        .map(|columns| (columns, self.row_tracking_ids)),
                     self.file_tags.as_ref(),
                 )
                 .await?

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | `mod.rs` | the feature table (names, reader/writer kinds, per-operation verdicts), version limits, the read and write checks (`check_read`, `check_write`, `plan_delete`, `plan_rewrite`, `check_append`) |
 //! | [`clustering`] | liquid clustering: the `delta.clustering` domain, `CLUSTER BY` on create, ZCube tags of clustered files |
-//! | [`iceberg`] | the writer rules of active `icebergCompatV1/V2` (column mapping, no DVs, ...), checked by `check_write` |
+//! | [`iceberg`] | the writer rules of active `icebergCompatV1/V2/V3` (column mapping, row tracking, no DVs before V3, ...), checked by `check_write`, and what a new table asking for one gets |
 //! | [`properties`] | every `delta.*` key (table properties, column metadata, domains), with typed accessors ([`properties::TableProperties`]) |
 //! | [`protocol`] | protocols built or changed by a write: a new table's, merged (raised), with deletion vectors added, a feature dropped (downgrade) |
 //! | [`type_widening`] | the type changes Delta allows and the `delta.typeChanges` history they leave on columns |
@@ -140,7 +140,6 @@ const fn reader_writer(
     }
 }
 
-const NO_ICEBERG: Verdict = No("deltadv does not maintain Iceberg compatibility (UniForm)");
 const NO_COORDINATOR: Verdict =
     No("the table's commits go through a commit coordinator, which deltadv does not implement");
 const NO_CATALOG: Verdict =
@@ -186,7 +185,7 @@ static FEATURES: &[Feature] = &[
     // in iceberg::check.
     writer("icebergCompatV1", Yes, Yes),
     writer("icebergCompatV2", Yes, Yes),
-    writer("icebergCompatV3", NO_ICEBERG, NO_ICEBERG),
+    writer("icebergCompatV3", Yes, Yes),
     // Liquid clustering: plain writes leave the `delta.clustering` domain as
     // it is and add unmarked files, as Delta Spark's; OPTIMIZE clusters
     // (clustering, write::cluster).
@@ -195,7 +194,9 @@ static FEATURES: &[Feature] = &[
     writer("inCommitTimestamp", Yes, Yes),
     // deltadv never removes checkpoints or log files.
     writer("checkpointProtection", Yes, Yes),
-    // Copy-on-write keeps every column of the file it copies.
+    // The data writer writes partition values into every new file
+    // (materialize_partition_columns); copy-on-write keeps every column of
+    // the file it copies.
     writer("materializePartitionColumns", Yes, Yes),
     writer("coordinatedCommits-preview", NO_COORDINATOR, NO_COORDINATOR),
     writer("redirectWriterOnly-preview", NO_REDIRECT, NO_REDIRECT),
@@ -458,6 +459,24 @@ pub fn check_write(p: &Protocol, metadata: &Metadata, op: WriteOperation) -> Res
     iceberg::check(p, metadata, op)
 }
 
+/// Whether new data files of a table hold its partition columns too (as
+/// Delta Spark's `writeFiles` decides it, `writePartitionColumns`): when an
+/// Iceberg compatibility version is enabled or the protocol supports
+/// `materializePartitionColumns`. For a table about to be created
+/// (`protocol` None), the feature counts when its configuration asks for
+/// it (`delta.feature.materializePartitionColumns`).
+pub fn materialize_partition_columns(
+    protocol: Option<&Protocol>,
+    configuration: &std::collections::HashMap<String, Option<String>>,
+) -> bool {
+    const FEATURE: &str = "materializePartitionColumns";
+    let feature = match protocol {
+        Some(p) => is_supported(p, FEATURE),
+        None => configuration.contains_key(&format!("{}{FEATURE}", properties::FEATURE_PREFIX)),
+    };
+    feature || !iceberg::enabled_versions(configuration).is_empty()
+}
+
 /// Refuse a compaction (REORG PURGE, OPTIMIZE) deltadv could not do without
 /// breaking the table's features or properties, naming what stands in the way.
 pub fn check_compact(p: &Protocol, metadata: &Metadata) -> Result<()> {
@@ -541,6 +560,30 @@ mod tests {
 
     use super::*;
     use crate::log::schema::{DataType, StructField};
+
+    #[test]
+    fn partition_columns_are_materialized_for_iceberg_and_the_feature() {
+        let conf = |props: &[(&str, &str)]| metadata(props).configuration;
+        let plain = protocol(1, 2, &[], &[]);
+        assert!(!materialize_partition_columns(Some(&plain), &conf(&[])));
+        for v in ["1", "2", "3"] {
+            let key = format!("delta.enableIcebergCompatV{v}");
+            assert!(materialize_partition_columns(
+                Some(&plain),
+                &conf(&[(&key, "true")])
+            ));
+            assert!(materialize_partition_columns(
+                None,
+                &conf(&[(&key, "true")])
+            ));
+        }
+        let feature = protocol(1, 7, &[], &["materializePartitionColumns"]);
+        assert!(materialize_partition_columns(Some(&feature), &conf(&[])));
+        assert!(materialize_partition_columns(
+            None,
+            &conf(&[("delta.feature.materializePartitionColumns", "supported")])
+        ));
+    }
 
     #[test]
     fn table_properties_are_named_as_delta_spells_them() {
@@ -771,11 +814,7 @@ mod tests {
     #[test]
     fn delete_refuses_writer_features_it_cannot_keep() {
         let on = metadata(&[(ENABLE_DELETION_VECTORS, "true")]);
-        for f in [
-            "icebergCompatV3",
-            "coordinatedCommits-preview",
-            "someFutureWriterFeature",
-        ] {
+        for f in ["coordinatedCommits-preview", "someFutureWriterFeature"] {
             let p = protocol(3, 7, &["deletionVectors"], &["deletionVectors", f]);
             let e = err(plan_delete(&p, &on, true));
             assert!(e.contains(&format!("writer feature \"{f}\"")), "{e}");

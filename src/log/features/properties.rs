@@ -67,6 +67,7 @@ pub const USER_TABLE_PROPERTIES: &[&str] = &[
     "delta.enableExpiredLogCleanup",
     ENABLE_ICEBERG_COMPAT_V1,
     ENABLE_ICEBERG_COMPAT_V2,
+    ENABLE_ICEBERG_COMPAT_V3,
     ENABLE_IN_COMMIT_TIMESTAMPS,
     ENABLE_ROW_TRACKING,
     "delta.enableTypeWidening",
@@ -97,9 +98,10 @@ pub const ICT_ENABLEMENT_VERSION: &str = "delta.inCommitTimestampEnablementVersi
 pub const ICT_ENABLEMENT_TIMESTAMP: &str = "delta.inCommitTimestampEnablementTimestamp";
 /// The table property that turns row tracking on.
 pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
-/// The table properties that turn Iceberg compatibility V1 / V2 on.
+/// The table properties that turn Iceberg compatibility V1 / V2 / V3 on.
 pub const ENABLE_ICEBERG_COMPAT_V1: &str = "delta.enableIcebergCompatV1";
 pub const ENABLE_ICEBERG_COMPAT_V2: &str = "delta.enableIcebergCompatV2";
+pub const ENABLE_ICEBERG_COMPAT_V3: &str = "delta.enableIcebergCompatV3";
 /// The domain (`domainMetadata`) holding a clustered table's clustering columns.
 pub const CLUSTERING_DOMAIN: &str = "delta.clustering";
 /// The hidden column a rewrite would materialize row ids into; Delta Spark

@@ -124,8 +124,9 @@ pub fn drop_reader_writer_feature(p: &Protocol, name: &str) -> Protocol {
 /// The protocol of a new table: reader 1 / writer 2 unless a feature needs
 /// table features, then reader 3 / writer 7 with deletionVectors (when
 /// `deletion_vectors`), timestampNtz (when a column needs it),
-/// inCommitTimestamp and rowTracking (+ domainMetadata) when their properties
-/// are `true` in `configuration`, and the writer-2 features every table has
+/// inCommitTimestamp, rowTracking (+ domainMetadata) and icebergCompatV1/2/3
+/// when their properties are `true` in `configuration`, and the writer-2
+/// features every table has
 /// (NOT NULL columns need `invariants`).
 pub fn new_table_protocol(
     schema: &StructType,
@@ -157,6 +158,13 @@ pub fn new_table_protocol(
     if configured_true(configuration, ENABLE_CHANGE_DATA_FEED) {
         writer_only.push("changeDataFeed".to_string());
     }
+    // icebergCompatV{1,2,3} when its property is true (the configuration
+    // completed by iceberg::new_table_configuration).
+    writer_only.extend(
+        super::iceberg::new_table_features(configuration)
+            .into_iter()
+            .map(str::to_string),
+    );
     if mapped && reader.len() == 1 && writer_only.is_empty() {
         return Protocol {
             min_reader_version: 2,
@@ -365,6 +373,28 @@ mod tests {
     use super::super::tests::protocol;
     use super::*;
     use crate::log::schema::{DataType, StructField};
+
+    #[test]
+    fn a_new_iceberg_compat_v3_table_lists_its_features() {
+        let plain = StructType::new(vec![StructField::new("id", DataType::Long, true)]);
+        let mut conf: HashMap<String, Option<String>> = [("delta.enableIcebergCompatV3", "true")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect();
+        super::super::iceberg::new_table_configuration(&mut conf, true).unwrap();
+        let p = new_table_protocol(&plain, true, &conf);
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        for f in [
+            "columnMapping",
+            "deletionVectors",
+            "rowTracking",
+            "domainMetadata",
+            "icebergCompatV3",
+        ] {
+            assert!(is_supported(&p, f), "{f} in {p:?}");
+        }
+        assert!(!is_supported(&p, "icebergCompatV2"));
+    }
 
     #[test]
     fn new_table_protocols() {

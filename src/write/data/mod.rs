@@ -60,6 +60,9 @@ pub struct TableLayout {
     pub configuration: HashMap<String, Option<String>>,
     /// The table supports deletion vectors (stats carry `tightBounds`).
     pub deletion_vectors: bool,
+    /// Data files hold the partition columns too
+    /// ([`features::materialize_partition_columns`]).
+    pub materialize_partitions: bool,
 }
 
 impl TableLayout {
@@ -74,6 +77,10 @@ impl TableLayout {
             mode: crate::log::schema::column_mapping_mode(&metadata.configuration)?,
             configuration: metadata.configuration.clone(),
             deletion_vectors: features::is_supported(protocol, "deletionVectors"),
+            materialize_partitions: features::materialize_partition_columns(
+                Some(protocol),
+                &metadata.configuration,
+            ),
         })
     }
 
@@ -86,6 +93,10 @@ impl TableLayout {
             mode: snapshot.column_mapping(),
             configuration: metadata.configuration.clone(),
             deletion_vectors: features::is_supported(snapshot.protocol(), "deletionVectors"),
+            materialize_partitions: features::materialize_partition_columns(
+                Some(snapshot.protocol()),
+                &metadata.configuration,
+            ),
         }
     }
 
@@ -96,14 +107,16 @@ impl TableLayout {
         configuration: &HashMap<String, String>,
         deletion_vectors: bool,
     ) -> TableLayout {
+        let configuration: HashMap<String, Option<String>> = configuration
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
         TableLayout {
             schema,
             partition_columns,
             mode: ColumnMappingMode::None,
-            configuration: configuration
-                .iter()
-                .map(|(k, v)| (k.clone(), Some(v.clone())))
-                .collect(),
+            materialize_partitions: features::materialize_partition_columns(None, &configuration),
+            configuration,
             deletion_vectors,
         }
     }
@@ -159,7 +172,9 @@ pub struct DataWriter {
     options: WriterOptions,
     /// Physical Arrow type of every table column, in table order.
     targets: Vec<ArrowType>,
-    /// Positions (in the table schema) of the data columns, in file order.
+    /// Positions (in the table schema) of the columns data files hold, in
+    /// file order: the data columns, then the partition columns when the
+    /// table materializes them.
     data_columns: Vec<usize>,
     /// Positions of the partition columns, in partition order.
     partition_positions: Vec<usize>,
@@ -204,14 +219,22 @@ impl DataWriter {
                 data_type: field.data_type.clone(),
             });
         }
-        let data_columns: Vec<usize> = (0..layout.schema.fields.len())
+        let mut data_columns: Vec<usize> = (0..layout.schema.fields.len())
             .filter(|i| !partition_positions.contains(i))
             .collect();
+        // Stats cover the data columns (the first ones of the file).
         let data_fields: Vec<StructField> = data_columns
             .iter()
             .filter_map(|i| layout.schema.fields.get(*i).cloned())
             .collect();
-        let physical = layout.schema.to_arrow(layout.mode, true)?;
+        if layout.materialize_partitions {
+            data_columns.extend(partition_positions.iter().copied());
+        }
+        let physical = with_reserved_field_ids(
+            layout.schema.to_arrow(layout.mode, true)?,
+            &layout.schema,
+            &layout.configuration,
+        );
         let targets: Vec<ArrowType> = physical
             .fields()
             .iter()
@@ -525,6 +548,40 @@ impl DataWriter {
     }
 }
 
+/// `physical` (the Arrow schema of `schema`'s columns in data files) with
+/// the field ids IcebergCompatV3 reserves for the materialized row tracking
+/// columns ([`features::iceberg::reserved_field_id`]): those columns are
+/// internal fields of the writer's schema, which carry no id of their own.
+fn with_reserved_field_ids(
+    physical: arrow_schema::Schema,
+    schema: &StructType,
+    configuration: &HashMap<String, Option<String>>,
+) -> arrow_schema::Schema {
+    let fields: Vec<arrow_schema::Field> = physical
+        .fields()
+        .iter()
+        .zip(&schema.fields)
+        .map(|(arrow, delta)| {
+            let id = delta
+                .is_internal()
+                .then(|| features::iceberg::reserved_field_id(configuration, arrow.name()))
+                .flatten();
+            match id {
+                Some(id) => {
+                    let mut metadata = arrow.metadata().clone();
+                    metadata.insert(
+                        crate::log::schema::PARQUET_FIELD_ID_KEY.to_string(),
+                        id.to_string(),
+                    );
+                    arrow.as_ref().clone().with_metadata(metadata)
+                }
+                None => arrow.as_ref().clone(),
+            }
+        })
+        .collect();
+    arrow_schema::Schema::new(fields)
+}
+
 /// Remove data files that were written but never committed (`paths`
 /// relative to the table root, decoded). Missing files are fine.
 pub async fn remove_files(store: &TableStore, paths: &[String]) -> Result<()> {
@@ -535,4 +592,58 @@ pub async fn remove_files(store: &TableStore, paths: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::schema::PARQUET_FIELD_ID_KEY;
+
+    fn ids(configuration: &[(&str, &str)]) -> Vec<Option<String>> {
+        let configuration: HashMap<String, Option<String>> = configuration
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect();
+        let schema = StructType::new(vec![
+            StructField::new("a", DataType::Long, true)
+                .with_metadata([("delta.columnMapping.id", 1)])
+                .with_metadata([("delta.columnMapping.physicalName", "col-a")]),
+            StructField::internal("_row-id-col-x", DataType::Long),
+            StructField::internal("_row-commit-version-col-y", DataType::Long),
+            // a table column that happens to be named like one is not internal
+            StructField::new("_row-id-col-x", DataType::Long, true),
+        ]);
+        let physical = schema.to_arrow(ColumnMappingMode::None, true).unwrap();
+        with_reserved_field_ids(physical, &schema, &configuration)
+            .fields()
+            .iter()
+            .map(|f| f.metadata().get(PARQUET_FIELD_ID_KEY).cloned())
+            .collect()
+    }
+
+    #[test]
+    fn materialized_row_tracking_columns_get_reserved_ids_on_v3_tables() {
+        let names = [
+            (
+                "delta.rowTracking.materializedRowIdColumnName",
+                "_row-id-col-x",
+            ),
+            (
+                "delta.rowTracking.materializedRowCommitVersionColumnName",
+                "_row-commit-version-col-y",
+            ),
+        ];
+        let mut v3 = names.to_vec();
+        v3.push(("delta.enableIcebergCompatV3", "true"));
+        assert_eq!(
+            ids(&v3),
+            vec![
+                None,
+                Some("2147483540".to_string()),
+                Some("2147483539".to_string()),
+                None
+            ]
+        );
+        assert_eq!(ids(&names), vec![None; 4]);
+    }
 }
