@@ -423,3 +423,30 @@ def test_copy_on_write_on_an_iceberg_compat_v3_table(delta_spark: Any, tmp_path:
     assert counts["tracking"] == counts["files"] >= 2, counts
     for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
         assert '"deletionVector"' not in commit.read_text(), commit.name
+
+
+def test_delta_spark_reads_a_table_with_its_iceberg_mirror(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """``sync_iceberg()`` writes only under ``metadata/``: Delta Spark reads the V3
+    table with DVs as before the mirror, at every version, and writes on top; the
+    mirror then follows its commit."""
+    spark = delta_spark
+    path = str(tmp_path / "v3-mirror")
+    rows = [(i, f"s{i}", "ab"[i % 2]) for i in range(20)]
+    write_table(path, _pdata(rows), partition_by=["p"], configuration=V3)
+    table = deltadv.DeltaTable(path)
+    table.delete("id IN (0, 3, 6, 9, 12, 15, 18)")
+    assert deltadv.DeltaTable(path).sync_iceberg()["delta_version"] == 1
+    assert (Path(path) / "metadata" / "version-hint.text").exists()
+    want = sorted(r for r in rows if r[0] % 3 != 0)
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert got == want
+    old = spark.read.format("delta").option("versionAsOf", 0).load(path).collect()
+    assert sorted(tuple(r) for r in old) == sorted(rows)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
+    report = deltadv.DeltaTable(path).sync_iceberg()
+    assert (report["previous_delta_version"], report["delta_version"]) == (1, 2)
+    assert sorted(_triples(deltadv.DeltaTable(path).to_pyarrow_table())) == [
+        r for r in want if r[0] != 1
+    ]
