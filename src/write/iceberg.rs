@@ -27,9 +27,9 @@ use crate::iceberg::convert::{
 use crate::iceberg::manifest;
 use crate::iceberg::metadata::{convert_schema, partition_columns, TableMetadata};
 use crate::io::TableStore;
-use crate::log::actions::{self, Action};
+use crate::log::actions::Action;
 use crate::log::features::properties::{TableProperties, ROW_TRACKING_DOMAIN};
-use crate::log::path::{normalize_path, LogPath};
+use crate::log::path::normalize_path;
 use crate::table::snapshot::Snapshot;
 
 /// Commits read at once to find the files a range of versions touched.
@@ -198,10 +198,10 @@ async fn touched_files(
     }
     let commits: Vec<Option<Vec<Action>>> =
         futures::stream::iter((from + 1..=to).map(|v| async move {
-            let name = LogPath::Commit(v).relative_path();
-            match get_optional(store, &name).await? {
-                Some(bytes) => actions::parse_commit(&bytes, &name).map(Some),
-                None => Ok(None),
+            match super::commit::read_commit(store, v).await {
+                Ok(actions) => Ok(Some(actions)),
+                Err(Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
         }))
         .buffered(COMMIT_READ_CONCURRENCY)
