@@ -1255,8 +1255,38 @@ class DeltaTable:
         ``files_written`` (relative paths, in write order), ``added_data_files``,
         ``removed_data_files``, ``added_dvs``, ``removed_dvs``, ``manifests_reused``
         and ``manifests_written``. A concurrent sync that wins the same metadata
-        version makes this one raise ``CommitConflictError``."""
+        version makes this one raise ``CommitConflictError``.
+
+        On a UniForm table (``delta.universalFormat.enabledFormats=iceberg`` with
+        ``delta.enableIcebergCompatV3=true``) every deltadv commit runs this itself,
+        best-effort: a failure leaves the commit standing and shows as
+        ``iceberg_error`` in the write's metrics; the next commit, or this method
+        (which raises the error), catches up."""
         return self._raw.sync_iceberg()
+
+    def set_table_properties(self, properties: Mapping[str, str]) -> dict[str, Any]:
+        """Set table properties on the latest version in one ``SET TBLPROPERTIES``
+        commit, as Delta Spark's ``ALTER TABLE ... SET TBLPROPERTIES``; moves this
+        object to the new version. Delta property names match without case and are
+        kept in Delta's spelling; other keys are kept as given.
+
+        Settable here: retention and log properties, ``delta.checkpointInterval``,
+        statistics columns, ``delta.isolationLevel``, ``delta.targetFileSize``,
+        ``delta.enableDeletionVectors`` (``true`` adds the protocol feature), and
+        ``delta.universalFormat.enabledFormats=iceberg`` on a table created with
+        ``delta.enableIcebergCompatV3=true``: the commit converts the current snapshot
+        into Iceberg metadata once, and every later commit is mirrored (see
+        :meth:`sync_iceberg`). Properties deltadv only sets at creation (column
+        mapping, row tracking, change data feed, Iceberg compatibility, ...) raise
+        ``DeltaProtocolError``; an unknown ``delta.*`` name or a value that does
+        not parse raises ``ValueError``. Returns ``version`` (None: every value was
+        set already, nothing committed), ``iceberg_snapshot_id``, ``iceberg_error``,
+        ``attempts``, ``rebases``, ``checkpointed`` and ``checkpoint_error``."""
+        if not isinstance(properties, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
+        ):
+            raise TypeError("properties must be a mapping of str to str")
+        return self._raw.set_table_properties(dict(properties))
 
     def restore(self, target: int | datetime | str) -> dict[str, Any]:
         """RESTORE the table to an earlier version (an int) or to the version at a

@@ -21,11 +21,13 @@ pub(super) fn set_outcome(
     rebases: u32,
     checkpointed: bool,
     checkpoint_error: Option<&str>,
+    iceberg_error: Option<&str>,
 ) -> PyResult<()> {
     d.set_item("attempts", attempts)?;
     d.set_item("rebases", rebases)?;
     d.set_item("checkpointed", checkpointed)?;
-    d.set_item("checkpoint_error", checkpoint_error)
+    d.set_item("checkpoint_error", checkpoint_error)?;
+    d.set_item("iceberg_error", iceberg_error)
 }
 
 /// `numUpdatedRows` → `num_updated_rows`.
@@ -82,6 +84,7 @@ pub(super) fn delete_metrics<'py>(
         m.rebases,
         m.checkpointed,
         m.checkpoint_error.as_deref(),
+        m.iceberg_error.as_deref(),
     )?;
     Ok(d)
 }

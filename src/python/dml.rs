@@ -143,6 +143,7 @@ pub(super) fn metrics_dict<'py>(py: Python<'py>, m: &DmlMetrics) -> PyResult<Bou
         m.rebases,
         m.checkpointed,
         m.checkpoint_error.as_deref(),
+        m.iceberg_error.as_deref(),
     )?;
     Ok(d)
 }

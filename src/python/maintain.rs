@@ -61,6 +61,7 @@ pub(super) fn metrics_dict<'py>(
         0,
         m.checkpointed,
         m.checkpoint_error.as_deref(),
+        m.iceberg_error.as_deref(),
     )?;
     Ok(d)
 }

@@ -592,6 +592,37 @@ impl RawDeltaTable {
         Ok(d)
     }
 
+    /// SET TBLPROPERTIES on the latest version (see
+    /// `crate::write::properties`); the commit's outcome; reloads at it.
+    fn set_table_properties<'py>(
+        &mut self,
+        py: Python<'py>,
+        properties: std::collections::BTreeMap<String, String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let outcome = py
+            .detach(|| -> crate::Result<_> {
+                let latest = self.latest_snapshot()?;
+                block_on(crate::write::properties::set_table_properties(
+                    &latest,
+                    &properties,
+                ))?
+            })
+            .map_err(to_py)?;
+        self.reload(py, outcome.version)?;
+        let d = PyDict::new(py);
+        d.set_item("version", outcome.version)?;
+        d.set_item("iceberg_snapshot_id", outcome.iceberg_snapshot_id)?;
+        set_outcome(
+            &d,
+            outcome.attempts,
+            outcome.rebases,
+            outcome.checkpointed,
+            outcome.checkpoint_error.as_deref(),
+            outcome.iceberg_error.as_deref(),
+        )?;
+        Ok(d)
+    }
+
     /// RESTORE the latest version of the table to `version` (or the version
     /// at `timestamp_ms`); its metrics; reloads at the new version.
     #[pyo3(signature = (version=None, timestamp_ms=None))]
@@ -634,6 +665,7 @@ impl RawDeltaTable {
             0,
             m.checkpointed,
             m.checkpoint_error.as_deref(),
+            m.iceberg_error.as_deref(),
         )?;
         Ok(d)
     }

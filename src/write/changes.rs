@@ -875,6 +875,8 @@ pub struct DmlMetrics {
     pub rebases: u32,
     pub checkpointed: bool,
     pub checkpoint_error: Option<String>,
+    /// Why the commit was not mirrored as an Iceberg snapshot (UniForm).
+    pub iceberg_error: Option<String>,
 }
 
 /// The metadata an UPDATE or MERGE on `snapshot` writes its rows in and
@@ -1225,6 +1227,7 @@ pub(super) async fn commit_changes_since(
             rebases: outcome.rebases,
             checkpointed: outcome.checkpointed,
             checkpoint_error: outcome.checkpoint_error,
+            iceberg_error: outcome.iceberg_error,
         })
     }
     .await;

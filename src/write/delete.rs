@@ -152,6 +152,7 @@ async fn commit_targets(
     m.rebases = outcome.rebases;
     m.checkpointed = outcome.checkpointed;
     m.checkpoint_error = outcome.checkpoint_error;
+    m.iceberg_error = outcome.iceberg_error;
     Ok(m)
 }
 

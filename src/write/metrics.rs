@@ -29,6 +29,9 @@ pub struct DeleteMetrics {
     /// Why the checkpoint due after the commit could not be written (the
     /// commit itself stands; the next writer will try again).
     pub checkpoint_error: Option<String>,
+    /// Why the commit was not mirrored as an Iceberg snapshot (UniForm
+    /// tables; the commit stands, the next one catches up).
+    pub iceberg_error: Option<String>,
 }
 
 impl DeleteMetrics {

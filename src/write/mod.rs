@@ -63,6 +63,7 @@ pub mod merge;
 pub mod metrics;
 pub mod optimize;
 pub mod overwrite;
+pub mod properties;
 pub mod restore;
 pub mod row_deletes;
 pub mod transaction;

@@ -167,6 +167,8 @@ pub struct CompactMetrics {
     pub attempts: u32,
     pub checkpointed: bool,
     pub checkpoint_error: Option<String>,
+    /// Why the commit was not mirrored as an Iceberg snapshot (UniForm).
+    pub iceberg_error: Option<String>,
 }
 
 /// Rows of a file its DV deletes, over its rows (0 without stats).
@@ -702,6 +704,7 @@ pub async fn commit(
             attempts: outcome.attempts,
             checkpointed: outcome.checkpointed,
             checkpoint_error: outcome.checkpoint_error,
+            iceberg_error: outcome.iceberg_error,
         }),
         other => {
             let _ = super::files::remove_uncommitted(store, &new_paths).await;

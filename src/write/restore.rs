@@ -44,6 +44,8 @@ pub struct RestoreMetrics {
     pub attempts: u32,
     pub checkpointed: bool,
     pub checkpoint_error: Option<String>,
+    /// Why the commit was not mirrored as an Iceberg snapshot (UniForm).
+    pub iceberg_error: Option<String>,
 }
 
 /// (path as in the log, DV unique id) of an add: its identity for RESTORE.
@@ -206,5 +208,6 @@ pub async fn restore(
         attempts: outcome.attempts,
         checkpointed: outcome.checkpointed,
         checkpoint_error: outcome.checkpoint_error,
+        iceberg_error: outcome.iceberg_error,
     })
 }

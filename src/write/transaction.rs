@@ -38,6 +38,13 @@
 //!   commit's version, and the `delta.rowTracking` domain's
 //!   `rowIdHighWaterMark` advances by its row count; a file re-added with a
 //!   new DV keeps its `baseRowId` and `defaultRowCommitVersion`.
+//!
+//! After the commit, best-effort (a failure is reported in
+//! [`CommitOutcome`], never undoes the commit): the checkpoint the version
+//! makes due, then, on a UniForm Iceberg table
+//! (`delta.universalFormat.enabledFormats=iceberg` with IcebergCompatV3),
+//! the Iceberg snapshot mirroring it ([`super::iceberg::sync_iceberg`],
+//! which catches up from the last Delta version it mirrored).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -57,10 +64,10 @@ use crate::io::TableStore;
 use crate::log::actions::{
     in_commit_timestamp as commit_ict, Action, Add, DomainMetadata, Metadata, Protocol, RecordCount,
 };
-use crate::log::features;
 use crate::log::features::properties::{
     TableProperties, ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION, ROW_TRACKING_DOMAIN,
 };
+use crate::log::features::{self, iceberg::IcebergMirror};
 use crate::table::snapshot::Snapshot;
 
 /// Commit attempts before a busy table is given up on. Every lost attempt
@@ -162,6 +169,12 @@ pub struct CommitOutcome {
     pub checkpointed: bool,
     /// Why a due checkpoint could not be written (the commit stands).
     pub checkpoint_error: Option<String>,
+    /// The Iceberg snapshot that mirrors the commit (UniForm tables; see
+    /// [`crate::write::iceberg`]).
+    pub iceberg_snapshot_id: Option<i64>,
+    /// Why the commit could not be mirrored as an Iceberg snapshot (the
+    /// commit stands; the next commit, or `sync_iceberg`, catches up).
+    pub iceberg_error: Option<String>,
     /// The commit's `inCommitTimestamp`, on tables with in-commit timestamps.
     pub in_commit_timestamp: Option<i64>,
     /// Nothing committed: the table holds the application transaction's
@@ -415,7 +428,7 @@ impl<'a> Transaction<'a> {
                 fail_point("after_commit")?;
                 outcome.version = Some(version);
                 outcome.in_commit_timestamp = ict;
-                self.checkpoint_after(version, &mut outcome).await;
+                self.after_commit(version, &state, &mut outcome).await;
                 return Ok(outcome);
             }
             if read_version.is_none() {
@@ -541,22 +554,54 @@ impl<'a> Transaction<'a> {
         Ok((actions, ict))
     }
 
-    /// Write the checkpoint `version` makes due (none after a table creation).
-    async fn checkpoint_after(&self, version: u64, outcome: &mut CommitOutcome) {
-        let Some(snapshot) = self.snapshot else {
-            return;
+    /// Best-effort work after committing `version`: the checkpoint it makes
+    /// due (none after a table creation), then, on a UniForm table, its
+    /// Iceberg snapshot. Failures land in `outcome`; the commit stands.
+    async fn after_commit(&self, version: u64, state: &TableState, outcome: &mut CommitOutcome) {
+        let due = self
+            .snapshot
+            .is_some_and(|s| super::checkpoint::due(s, version));
+        let protocol = self.new_protocol.as_ref().unwrap_or(&state.protocol);
+        let metadata = self.new_metadata.as_ref().unwrap_or(&state.metadata);
+        let mirror = match features::iceberg::iceberg_mirror(protocol, metadata) {
+            IcebergMirror::Off => false,
+            IcebergMirror::On => true,
+            IcebergMirror::Unsupported(why) => {
+                outcome.iceberg_error = Some(why);
+                false
+            }
         };
-        if !super::checkpoint::due(snapshot, version) {
+        if !due && !mirror {
             return;
         }
-        let written = async {
-            let s = Snapshot::load(self.store.clone(), Some(version)).await?;
-            super::checkpoint::write(&s).await
+        let snapshot = match Snapshot::load(self.store.clone(), Some(version)).await {
+            Ok(s) => s,
+            Err(e) => {
+                let text = e.to_string();
+                if due {
+                    outcome.checkpoint_error = Some(text.clone());
+                }
+                if mirror {
+                    outcome.iceberg_error = Some(text);
+                }
+                return;
+            }
+        };
+        if due {
+            match super::checkpoint::write(&snapshot).await {
+                Ok(()) => outcome.checkpointed = true,
+                Err(e) => outcome.checkpoint_error = Some(e.to_string()),
+            }
         }
-        .await;
-        match written {
-            Ok(()) => outcome.checkpointed = true,
-            Err(e) => outcome.checkpoint_error = Some(e.to_string()),
+        if mirror {
+            let synced = match fail_point("iceberg_sync") {
+                Ok(()) => super::iceberg::sync_iceberg(&snapshot).await,
+                Err(e) => Err(e),
+            };
+            match synced {
+                Ok(report) => outcome.iceberg_snapshot_id = report.snapshot_id,
+                Err(e) => outcome.iceberg_error = Some(e.to_string()),
+            }
         }
     }
 }

@@ -341,3 +341,153 @@ def test_cli_sync_iceberg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["sync-iceberg", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["snapshot_id"] is None
     assert _check_all_snapshots(path) == 1
+
+
+UNIFORM = {
+    "delta.enableIcebergCompatV3": "true",
+    "delta.universalFormat.enabledFormats": "iceberg",
+}
+
+
+def _mirrored_version(path: str) -> int:
+    return int(_latest(path).metadata.properties["delta-version"])
+
+
+def test_uniform_tables_mirror_every_commit(tmp_path: Path) -> None:
+    """With ``delta.universalFormat.enabledFormats=iceberg`` every deltadv commit
+    (create, append, DELETE, UPDATE, MERGE, PURGE, OPTIMIZE, RESTORE) leaves an
+    Iceberg snapshot of its version, with no ``sync_iceberg`` call; every snapshot
+    reads its Delta version."""
+    path = str(tmp_path / "t")
+    write_table(
+        path, _data(range(30), "a"), configuration=UNIFORM, partition_by=["p"], rows_per_file=6
+    )
+    assert _mirrored_version(path) == 0
+    write_table(path, _data(range(30, 40), "b"), mode="append")
+    assert _mirrored_version(path) == 1
+    table = deltadv.DeltaTable(path)
+    results = [table.delete("id in (1, 8, 33)")]
+    results.append(table.update({"s": "'u'"}, "id in (2, 34)"))
+    src = pa.table({"id": pa.array([3, 90], pa.int64()), "s": pa.array(["m", "n"])})
+    results.append(
+        table.merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update({"s": "s.s"})
+        .when_not_matched_insert(
+            {"id": "s.id", "s": "s.s", "ts": "TIMESTAMP'2024-01-01 00:00:00'", "p": "'c'"}
+        )
+        .execute()
+    )
+    results.append(table.purge())
+    results.append(table.delete("id = 4"))
+    results.append(table.optimize())
+    results.append(table.restore(3))
+    for r in results:
+        assert r["iceberg_error"] is None, r
+    latest = deltadv.DeltaTable(path).version()
+    assert latest == 8
+    assert _mirrored_version(path) == latest
+    # one snapshot per Delta version, in order, each read as its version
+    table_meta = _latest(path).metadata
+    assert [int(s.summary["delta-version"]) for s in table_meta.snapshots] == list(range(9))
+    assert _check_all_snapshots(path) == 9
+    assert _sync(path)["snapshot_id"] is None  # already up to date
+
+
+def test_a_failed_mirror_never_fails_the_commit(tmp_path: Path) -> None:
+    """A mirror that fails leaves the Delta commit standing, says why in the
+    metrics, and the next commit catches up from the last mirrored version."""
+    from deltadv._core import _set_fault_points
+
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(20)), configuration=UNIFORM, rows_per_file=5)
+    table = deltadv.DeltaTable(path)
+    _set_fault_points("iceberg_sync")
+    try:
+        r = table.delete("id = 3")
+    finally:
+        _set_fault_points("")
+    assert r["version"] == 1 and r["num_deleted_rows"] == 1
+    assert "iceberg_sync" in r["iceberg_error"]
+    assert _mirrored_version(path) == 0  # not mirrored
+    assert deltadv.DeltaTable(path).to_pyarrow_table().num_rows == 19
+    r = deltadv.DeltaTable(path).delete("id = 11")
+    assert r["iceberg_error"] is None
+    assert _mirrored_version(path) == 2
+    assert _check_all_snapshots(path) == 2  # versions 0 and 2
+
+    # metadata that does not parse: the commit stands, the error names the file,
+    # and an explicit sync raises it
+    hint = (tmp_path / "t" / "metadata" / "version-hint.text").read_text().strip()
+    (tmp_path / "t" / "metadata" / f"v{hint}.metadata.json").write_text("{")
+    r = deltadv.DeltaTable(path).delete("id = 12")
+    assert r["version"] == 3
+    assert f"v{hint}.metadata.json" in r["iceberg_error"]
+    with pytest.raises(deltadv.CorruptLogError, match=f"v{hint}.metadata.json"):
+        deltadv.DeltaTable(path).sync_iceberg()
+
+
+def test_enabling_uniform_on_an_existing_table(tmp_path: Path) -> None:
+    """``set_table_properties`` turns UniForm Iceberg on for an IcebergCompatV3
+    table: that commit converts the current snapshot once (DVs included), and the
+    commits after it are mirrored."""
+    path = str(tmp_path / "t")
+    v3 = {"delta.enableIcebergCompatV3": "true"}
+    write_table(path, _data(range(24)), configuration=v3, rows_per_file=6)
+    table = deltadv.DeltaTable(path)
+    table.delete("id in (0, 6, 12)")
+    assert not (tmp_path / "t" / "metadata").exists()
+    r = table.set_table_properties({"delta.universalformat.enabledformats": "iceberg"})
+    assert r["version"] == 2 and r["iceberg_error"] is None
+    assert r["iceberg_snapshot_id"] is not None
+    assert table.version() == 2
+    conf = table.metadata()["configuration"]
+    assert conf["delta.universalFormat.enabledFormats"] == "iceberg"
+    meta = _latest(path).metadata
+    assert len(meta.snapshots) == 1 and meta.properties["delta-version"] == "2"
+    assert meta.snapshots[0].snapshot_id == r["iceberg_snapshot_id"]
+    # setting it again commits nothing
+    assert (
+        table.set_table_properties({"delta.universalFormat.enabledFormats": "iceberg"})["version"]
+        is None
+    )
+    table.delete("id = 1")
+    table.set_table_properties({"owner": "ops", "delta.checkpointInterval": "20"})
+    assert _mirrored_version(path) == 4
+    assert _check_all_snapshots(path) == 3
+    last = json.loads(
+        (tmp_path / "t" / "_delta_log" / f"{4:020d}.json").read_text().splitlines()[0]
+    )
+    info = last["commitInfo"]
+    assert info["operation"] == "SET TBLPROPERTIES"
+    assert json.loads(info["operationParameters"]["properties"]) == {
+        "delta.checkpointInterval": "20",
+        "owner": "ops",
+    }
+
+
+def test_uniform_settings_that_cannot_work_are_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "plain")
+    write_table(path, _data(range(5)), configuration=CONFIG)
+    table = deltadv.DeltaTable(path)
+    with pytest.raises(ValueError, match=r"delta\.enableIcebergCompatV3"):
+        table.set_table_properties({"delta.universalFormat.enabledFormats": "iceberg"})
+    with pytest.raises(deltadv.DeltaProtocolError, match="Hudi"):
+        table.set_table_properties({"delta.universalFormat.enabledFormats": "hudi"})
+    with pytest.raises(ValueError, match="parquet"):
+        table.set_table_properties({"delta.universalFormat.enabledFormats": "parquet"})
+    with pytest.raises(deltadv.DeltaProtocolError, match="only when it creates"):
+        table.set_table_properties({"delta.enableIcebergCompatV3": "true"})
+    with pytest.raises(ValueError, match="not a Delta table property"):
+        table.set_table_properties({"delta.noSuchProperty": "1"})
+    with pytest.raises(ValueError, match="checkpointInterval"):
+        table.set_table_properties({"delta.checkpointInterval": "0"})
+    with pytest.raises(TypeError):
+        table.set_table_properties({"delta.checkpointInterval": 5})  # type: ignore[dict-item]
+    assert table.version() == 0  # nothing committed
+    with pytest.raises(ValueError, match=r"delta\.enableIcebergCompatV3"):
+        write_table(
+            str(tmp_path / "new"),
+            _data(range(5)),
+            configuration={"delta.universalFormat.enabledFormats": "iceberg"},
+        )
+    assert not (tmp_path / "new" / "_delta_log").exists()

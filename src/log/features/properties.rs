@@ -25,6 +25,7 @@
 //! | [`DATA_SKIPPING_NUM_INDEXED_COLS`] | [`TableProperties::data_skipping_num_indexed_cols`] | columns |
 //! | [`DATA_SKIPPING_STATS_COLUMNS`] | [`TableProperties::data_skipping_stats_columns`] | column list text |
 //! | [`REQUIRE_CHECKPOINT_PROTECTION_BEFORE`] | [`TableProperties::require_checkpoint_protection_before`] | version |
+//! | [`UNIVERSAL_FORMAT_ENABLED_FORMATS`] | [`TableProperties::universal_formats`] | format names |
 //! | [`CONSTRAINTS_PREFIX`]`<name>` | [`TableProperties::check_constraints`] | names |
 //!
 //! Pure, and below every other `log` module but [`crate::log::actions`] and
@@ -80,7 +81,7 @@ pub const USER_TABLE_PROPERTIES: &[&str] = &[
     "delta.setTransactionRetentionDuration",
     TARGET_FILE_SIZE,
     "delta.tuneFileSizesForRewrites",
-    "delta.universalFormat.enabledFormats",
+    UNIVERSAL_FORMAT_ENABLED_FORMATS,
 ];
 
 /// The table accepts appends only: DELETE, UPDATE and MERGE are refused.
@@ -102,6 +103,9 @@ pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
 pub const ENABLE_ICEBERG_COMPAT_V1: &str = "delta.enableIcebergCompatV1";
 pub const ENABLE_ICEBERG_COMPAT_V2: &str = "delta.enableIcebergCompatV2";
 pub const ENABLE_ICEBERG_COMPAT_V3: &str = "delta.enableIcebergCompatV3";
+/// UniForm: the formats whose metadata is kept beside the Delta log
+/// (comma separated; `iceberg`, `hudi`).
+pub const UNIVERSAL_FORMAT_ENABLED_FORMATS: &str = "delta.universalFormat.enabledFormats";
 /// The domain (`domainMetadata`) holding a clustered table's clustering columns.
 pub const CLUSTERING_DOMAIN: &str = "delta.clustering";
 /// The hidden column a rewrite would materialize row ids into; Delta Spark
@@ -414,6 +418,19 @@ impl<'a> TableProperties<'a> {
     /// (backquotes, nesting) the stats writer parses against the schema.
     pub fn data_skipping_stats_columns(&self) -> Option<&'a str> {
         self.get(DATA_SKIPPING_STATS_COLUMNS)
+    }
+
+    /// [`UNIVERSAL_FORMAT_ENABLED_FORMATS`]: the formats listed, trimmed and
+    /// lower-cased, empty entries dropped (empty when unset).
+    pub fn universal_formats(&self) -> Vec<String> {
+        self.get(UNIVERSAL_FORMAT_ENABLED_FORMATS)
+            .map(|text| {
+                text.split(',')
+                    .map(|f| f.trim().to_ascii_lowercase())
+                    .filter(|f| !f.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// [`REQUIRE_CHECKPOINT_PROTECTION_BEFORE`]: the version before which
