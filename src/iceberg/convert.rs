@@ -294,8 +294,14 @@ pub struct PrevState {
     pub metadata: TableMetadata,
     /// N of `vN.metadata.json`.
     pub metadata_version: u64,
-    /// The current snapshot's manifests with their live entries.
+    /// The current snapshot's manifests with their live entries; the
+    /// entries of data manifests are empty when not `data_entries_loaded`.
     pub manifests: Vec<(ManifestFile, Vec<ManifestEntry>)>,
+    /// Whether the data manifests' entries were read. They need not be when
+    /// no data file live at the converted version is gone
+    /// ([`DeltaInput::previously_live`] says which were): every data
+    /// manifest is then kept as it is, and only new files are added.
+    pub data_entries_loaded: bool,
 }
 
 /// One live Delta file.
@@ -315,6 +321,9 @@ pub struct DeltaInput {
     /// Locations of files added or removed by the Delta commits since the
     /// converted version (`None`: unknown, every file counts as touched).
     pub touched: Option<HashSet<String>>,
+    /// Locations of the files live at the converted version (the live files
+    /// with the commits since undone), when those commits were read.
+    pub previously_live: Option<HashSet<String>>,
     /// `rowIdHighWaterMark` of the row tracking domain.
     pub row_id_high_water_mark: Option<i64>,
 }
@@ -365,8 +374,19 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
         .iter()
         .map(|(_, e)| vec![false; e.len()])
         .collect();
-    // Data entries.
+    // Data entries. Data manifests not read are kept whole: every file live
+    // at the converted version still is (see `PrevState::data_entries_loaded`).
     let mut kept_data: HashSet<&str> = HashSet::new();
+    if prev.is_some_and(|p| !p.data_entries_loaded) {
+        kept_data.extend(
+            input
+                .previously_live
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|p| live.contains_key(p)),
+        );
+    }
     let mut removed_data_files = 0;
     for ((mf, entries), k) in manifests.iter().zip(keep.iter_mut()) {
         if mf.content != MANIFEST_CONTENT_DATA {
@@ -1037,6 +1057,7 @@ mod tests {
                 })
                 .collect(),
             touched: touched.map(|t| t.iter().map(|p| s.file_location(p)).collect()),
+            previously_live: None,
             row_id_high_water_mark: None,
         }
     }
@@ -1127,6 +1148,7 @@ mod tests {
             PrevState {
                 metadata,
                 metadata_version: out.metadata_version,
+                data_entries_loaded: true,
                 manifests,
             },
             out,
@@ -1214,6 +1236,38 @@ mod tests {
         // The data entry is equal and kept; the DV is rewritten (its identity is unknown).
         assert!(p.added_data.is_empty());
         assert_eq!(p.dv_blobs, vec![0]);
+    }
+
+    #[test]
+    fn data_manifests_not_read_are_kept_whole() {
+        let i0 = input(0, &[("a", None), ("b", None)], None);
+        let (s0, _) = step(None, &i0, 1);
+        let i1 = input(1, &[("a", Some(1)), ("b", None)], Some(&["a"]));
+        let (mut s1, _) = step(Some(&s0), &i1, 2);
+        // As sync_iceberg reads them when nothing live at v1 is gone.
+        s1.data_entries_loaded = false;
+        for (mf, entries) in &mut s1.manifests {
+            if mf.content == MANIFEST_CONTENT_DATA {
+                entries.clear();
+            }
+        }
+        let sh = shape();
+        let mut i2 = input(
+            2,
+            &[("a", Some(1)), ("b", Some(4)), ("c", None)],
+            Some(&["b", "c"]),
+        );
+        i2.previously_live = Some(["a", "b"].iter().map(|p| sh.file_location(p)).collect());
+        let p = plan(Some(&s1), &i2);
+        assert_eq!(p.added_data, vec![2]); // only c
+        assert_eq!(p.dv_blobs, vec![1]); // only b's new DV: a's stays
+        assert_eq!((p.removed_data_files, p.removed_delete_files), (0, 0));
+        assert!(p.fates.iter().all(|f| *f == ManifestFate::Keep));
+        let (s2, o2) = step(Some(&s1), &i2, 3);
+        assert_eq!(o2.manifests_written, 2); // c's data manifest, b's delete manifest
+        let snap = s2.metadata.current_snapshot().unwrap();
+        assert_eq!(snap.summary["total-data-files"], "3");
+        assert_eq!(snap.summary["total-delete-files"], "2");
     }
 
     #[test]

@@ -139,15 +139,21 @@ pub async fn latest_metadata_version(store: &TableStore) -> Result<u64> {
     Ok(n)
 }
 
-/// The manifests, with their live entries, of the manifest list at `location`.
+/// The manifests of the manifest list at `location`, with their live
+/// entries; those of data manifests only when `data_entries` (see
+/// [`PrevState::data_entries_loaded`]).
 async fn read_manifests(
     store: &TableStore,
     shape: &TableShape,
     location: &str,
+    data_entries: bool,
 ) -> Result<Vec<(manifest::ManifestFile, Vec<manifest::ManifestEntry>)>> {
     let list_bytes = store.get(&store_path(store, shape, location)?).await?;
     let list = manifest::read_manifest_list(&list_bytes, location)?;
     futures::stream::iter(list.into_iter().map(|mf| async move {
+        if !data_entries && mf.content == manifest::MANIFEST_CONTENT_DATA {
+            return Ok::<_, Error>((mf, Vec::new()));
+        }
         let path = store_path(store, shape, &mf.manifest_path)?;
         let bytes = store.get(&path).await?;
         let entries = manifest::read_manifest(&bytes, &shape.partition, &mf.manifest_path)?;
@@ -158,23 +164,40 @@ async fn read_manifests(
     .await
 }
 
-/// The converted state at metadata version `n`.
-async fn read_prev(store: &TableStore, shape: &TableShape, n: u64) -> Result<PrevState> {
+/// The latest converted metadata, `vN.metadata.json`.
+async fn read_prev_metadata(store: &TableStore, n: u64) -> Result<TableMetadata> {
     let rel = format!("{METADATA_DIR}/{}", metadata_file_name(n));
     let bytes = store.get(&store.path(&rel)).await?;
-    let metadata = TableMetadata::parse(&bytes, &rel)?;
+    TableMetadata::parse(&bytes, &rel)
+}
+
+/// The converted state at metadata version `n`: `metadata` and its current
+/// snapshot's manifests (data manifest entries when `data_entries`).
+async fn read_prev(
+    store: &TableStore,
+    shape: &TableShape,
+    n: u64,
+    metadata: TableMetadata,
+    data_entries: bool,
+) -> Result<PrevState> {
     let mut manifests = Vec::new();
+    // With no manifest carried over, every file is added again.
+    let mut data_entries_loaded = true;
     // Manifests of another partitioning are not carried over: every file is
     // added again under the current spec.
     if let (Some(current), true) = (
         metadata.current_snapshot(),
         same_partitioning(&metadata, shape),
     ) {
-        manifests = match read_manifests(store, shape, &current.manifest_list).await {
+        data_entries_loaded = data_entries;
+        manifests = match read_manifests(store, shape, &current.manifest_list, data_entries).await {
             Ok(m) => m,
             // Deleted (by a VACUUM that does not know metadata/): convert in
             // full on top of the metadata that is left.
-            Err(Error::NotFound { .. }) => Vec::new(),
+            Err(Error::NotFound { .. }) => {
+                data_entries_loaded = true;
+                Vec::new()
+            }
             Err(e) => return Err(e),
         };
     }
@@ -182,17 +205,28 @@ async fn read_prev(store: &TableStore, shape: &TableShape, n: u64) -> Result<Pre
         metadata,
         metadata_version: n,
         manifests,
+        data_entries_loaded,
     })
 }
 
-/// Locations of the files the Delta commits `from + 1 ..= to` added or
-/// removed; `None` when a commit is gone (log cleanup) or there are too many.
-async fn touched_files(
+/// What the Delta commits since the converted version changed.
+struct RangeChanges {
+    /// Locations of the files they added or removed.
+    touched: HashSet<String>,
+    /// Locations of the files live at the converted version.
+    previously_live: HashSet<String>,
+}
+
+/// What the Delta commits `from + 1 ..= to` changed, given the locations
+/// live at `to`; `None` when a commit is gone (log cleanup) or there are too
+/// many to read.
+async fn range_changes(
     store: &TableStore,
     shape: &TableShape,
     from: u64,
     to: u64,
-) -> Result<Option<HashSet<String>>> {
+    live: &HashSet<String>,
+) -> Result<Option<RangeChanges>> {
     if to <= from || to - from > MAX_COMMITS_TO_READ {
         return Ok(None);
     }
@@ -207,24 +241,33 @@ async fn touched_files(
         .buffered(COMMIT_READ_CONCURRENCY)
         .try_collect()
         .await?;
-    let mut out = HashSet::new();
-    for commit in commits {
+    let mut touched = HashSet::new();
+    let mut previously_live = live.clone();
+    // Undo the commits, latest first: within one, its adds before its
+    // removes (a file re-added with a new DV is both, and stays live).
+    for commit in commits.iter().rev() {
         let Some(actions) = commit else {
             return Ok(None);
         };
         for a in actions {
-            match a {
-                Action::Add(add) => {
-                    out.insert(shape.file_location(&normalize_path(&add.path)));
-                }
-                Action::Remove(r) => {
-                    out.insert(shape.file_location(&normalize_path(&r.path)));
-                }
-                _ => {}
+            if let Action::Add(add) = a {
+                let location = shape.file_location(&normalize_path(&add.path));
+                previously_live.remove(&location);
+                touched.insert(location);
+            }
+        }
+        for a in actions {
+            if let Action::Remove(r) = a {
+                let location = shape.file_location(&normalize_path(&r.path));
+                previously_live.insert(location.clone());
+                touched.insert(location);
             }
         }
     }
-    Ok(Some(out))
+    Ok(Some(RangeChanges {
+        touched,
+        previously_live,
+    }))
 }
 
 /// `rowIdHighWaterMark` of the row tracking domain, if any.
@@ -277,32 +320,26 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
     let store = snapshot.store();
     let shape = table_shape(snapshot)?;
     let n = latest_metadata_version(store).await?;
-    let prev = if n > 0 {
-        Some(read_prev(store, &shape, n).await?)
+    let prev_metadata = if n > 0 {
+        Some(read_prev_metadata(store, n).await?)
     } else {
         None
     };
     let version = snapshot.version();
-    let previous_delta_version = prev
+    let previous_delta_version = prev_metadata
         .as_ref()
-        .and_then(|p| p.metadata.delta_version())
+        .and_then(TableMetadata::delta_version)
         .and_then(|v| u64::try_from(v).ok());
-    if let (Some(p), Some(pv)) = (&prev, previous_delta_version) {
-        if pv == version {
-            return Ok(SyncReport {
-                delta_version: version,
-                previous_delta_version,
-                snapshot_id: None,
-                metadata_version: p.metadata_version,
-                metadata_location: shape.metadata_location(&metadata_file_name(p.metadata_version)),
-                ..Default::default()
-            });
-        }
+    if previous_delta_version == Some(version) {
+        return Ok(SyncReport {
+            delta_version: version,
+            previous_delta_version,
+            snapshot_id: None,
+            metadata_version: n,
+            metadata_location: shape.metadata_location(&metadata_file_name(n)),
+            ..Default::default()
+        });
     }
-    let touched = match previous_delta_version {
-        Some(pv) if pv < version => touched_files(store, &shape, pv, version).await?,
-        _ => None,
-    };
     let live = snapshot.files()?;
     let files = live
         .iter()
@@ -313,11 +350,37 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let changes = match previous_delta_version {
+        Some(pv) if pv < version => {
+            let locations: HashSet<String> = files
+                .iter()
+                .map(|f| f.data_file.file_path.clone())
+                .collect();
+            range_changes(store, &shape, pv, version, &locations)
+                .await?
+                .map(|c| (c, locations))
+        }
+        _ => None,
+    };
+    // Data manifests are read only when a file live at the converted version
+    // is gone (their entries are rewritten); else they are kept whole.
+    let data_entries = changes
+        .as_ref()
+        .is_none_or(|(c, locations)| !c.previously_live.iter().all(|p| locations.contains(p)));
+    let prev = match prev_metadata {
+        Some(m) => Some(read_prev(store, &shape, n, m, data_entries).await?),
+        None => None,
+    };
+    let (touched, previously_live) = match changes {
+        Some((c, _)) => (Some(c.touched), Some(c.previously_live)),
+        None => (None, None),
+    };
     let input = DeltaInput {
         version,
         timestamp_ms: snapshot.timestamp().unwrap_or_else(now_ms),
         files,
         touched,
+        previously_live,
         row_id_high_water_mark: high_water_mark(snapshot),
     };
     let plan = convert::plan(prev.as_ref(), &input);
