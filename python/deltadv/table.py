@@ -1213,7 +1213,15 @@ class DeltaTable:
         ``full=True`` (the default, as Delta Spark's VACUUM) lists everything under the
         root, so orphans of failed writes go too; ``full=False`` (deltalake's default,
         Delta Spark's ``VACUUM LITE``) only takes the files of expired tombstones in the
-        log, without listing storage."""
+        log, without listing storage.
+
+        Iceberg metadata beside the log (UniForm, ``metadata/``; see
+        :meth:`sync_iceberg`): Iceberg snapshots older than the retention, except the
+        current one, are expired first (a real run writes the next
+        ``vN.metadata.json`` without them); the files the remaining snapshots read
+        (metadata files, ``version-hint.text``, manifest lists, manifests, Puffin
+        files) are kept and ``full`` takes the other ``metadata/`` files older than the
+        retention. Iceberg metadata that cannot be read leaves ``metadata/`` alone."""
         report = self.vacuum_report(
             retention_hours, dry_run, enforce_retention_duration, progress, full
         )
@@ -1229,7 +1237,7 @@ class DeltaTable:
     ) -> dict[str, Any]:
         """:meth:`vacuum`, with what it found: ``files``, ``bytes``, ``dry_run`` and the
         versions of the ``VACUUM START``/``END`` commits (``start_version``,
-        ``end_version``)."""
+        ``end_version``), and ``iceberg_snapshots_expired``."""
         if retention_hours is not None and (
             isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float)
         ):

@@ -304,6 +304,9 @@ pub struct PrevState {
     pub data_entries_loaded: bool,
 }
 
+/// Most delete manifests a snapshot lists: past it, they are merged into one.
+pub const MAX_DELETE_MANIFESTS: usize = 8;
+
 /// One live Delta file.
 #[derive(Debug, Clone)]
 pub struct DeltaFile {
@@ -676,9 +679,38 @@ pub fn build(
         format!("{token}-{kind}{counter}.avro")
     };
 
+    // Delete manifests are merged into one when there would be too many
+    // (each DELETE adds one): readers and the next conversion read them all.
+    let kept_delete_manifests = prev.map_or(0, |p| {
+        p.manifests
+            .iter()
+            .zip(&plan.fates)
+            .filter(|((mf, _), fate)| {
+                mf.content == MANIFEST_CONTENT_DELETES && **fate != ManifestFate::Drop
+            })
+            .count()
+    });
+    let merge_deletes =
+        kept_delete_manifests + usize::from(!plan.dv_blobs.is_empty()) > MAX_DELETE_MANIFESTS;
+    let mut carried_deletes: Vec<ManifestEntry> = Vec::new();
+
     // Previous manifests: keep, rewrite or drop.
     if let Some(p) = prev {
         for ((mf, entries), fate) in p.manifests.iter().zip(&plan.fates) {
+            if merge_deletes && mf.content == MANIFEST_CONTENT_DELETES {
+                let kept: Box<dyn Iterator<Item = &ManifestEntry>> = match fate {
+                    ManifestFate::Keep => Box::new(entries.iter()),
+                    ManifestFate::Rewrite(keep) => {
+                        Box::new(keep.iter().filter_map(|&i| entries.get(i)))
+                    }
+                    ManifestFate::Drop => Box::new(std::iter::empty()),
+                };
+                carried_deletes.extend(kept.map(|e| ManifestEntry {
+                    status: Status::Existing,
+                    ..e.clone()
+                }));
+                continue;
+            }
             match fate {
                 ManifestFate::Keep => {
                     list.push(mf.clone());
@@ -771,7 +803,8 @@ pub fn build(
         manifests_written += 1;
     }
 
-    // New DVs: one Puffin file, one delete manifest.
+    // New DVs: one Puffin file, one delete manifest (with the merged ones).
+    let mut delete_entries = carried_deletes;
     if !plan.dv_blobs.is_empty() {
         let puffin_name = format!("{token}-dv.puffin");
         let puffin_rel = format!("{METADATA_DIR}/{puffin_name}");
@@ -796,44 +829,44 @@ pub fn build(
         }
         let puffin = writer.finish()?;
         let size = puffin.len() as i64;
-        let entries: Vec<ManifestEntry> = slots
-            .into_iter()
-            .map(|(f, slot, card)| ManifestEntry {
-                status: Status::Added,
-                snapshot_id,
-                sequence_number,
-                file_sequence_number: sequence_number,
-                data_file: DataFile {
-                    content: CONTENT_POSITION_DELETES,
-                    file_path: puffin_location.clone(),
-                    file_format: "PUFFIN".into(),
-                    partition: f.data_file.partition.clone(),
-                    record_count: card as i64,
-                    file_size_in_bytes: size,
-                    value_counts: BTreeMap::new(),
-                    null_value_counts: BTreeMap::new(),
-                    lower_bounds: BTreeMap::new(),
-                    upper_bounds: BTreeMap::new(),
-                    first_row_id: None,
-                    referenced_data_file: Some(f.data_file.file_path.clone()),
-                    content_offset: Some(slot.offset as i64),
-                    content_size_in_bytes: Some(slot.length as i64),
-                },
-            })
-            .collect();
+        delete_entries.extend(slots.into_iter().map(|(f, slot, card)| ManifestEntry {
+            status: Status::Added,
+            snapshot_id,
+            sequence_number,
+            file_sequence_number: sequence_number,
+            data_file: DataFile {
+                content: CONTENT_POSITION_DELETES,
+                file_path: puffin_location.clone(),
+                file_format: "PUFFIN".into(),
+                partition: f.data_file.partition.clone(),
+                record_count: card as i64,
+                file_size_in_bytes: size,
+                value_counts: BTreeMap::new(),
+                null_value_counts: BTreeMap::new(),
+                lower_bounds: BTreeMap::new(),
+                upper_bounds: BTreeMap::new(),
+                first_row_id: None,
+                referenced_data_file: Some(f.data_file.file_path.clone()),
+                content_offset: Some(slot.offset as i64),
+                content_size_in_bytes: Some(slot.length as i64),
+            },
+        }));
         files.push(OutFile {
             path: puffin_rel,
             bytes: puffin,
         });
+    }
+    if !delete_entries.is_empty() {
         let name = next_name("d");
         let rel = format!("{METADATA_DIR}/{name}");
-        let bytes = manifest::write_manifest(&ctx, MANIFEST_CONTENT_DELETES, &entries, &rel)?;
+        let bytes =
+            manifest::write_manifest(&ctx, MANIFEST_CONTENT_DELETES, &delete_entries, &rel)?;
         list.push(manifest_file(
             &writing,
             shape.metadata_location(&name),
             bytes.len(),
             MANIFEST_CONTENT_DELETES,
-            &entries,
+            &delete_entries,
         ));
         files.push(OutFile { path: rel, bytes });
         manifests_written += 1;
@@ -1268,6 +1301,39 @@ mod tests {
         let snap = s2.metadata.current_snapshot().unwrap();
         assert_eq!(snap.summary["total-data-files"], "3");
         assert_eq!(snap.summary["total-delete-files"], "2");
+    }
+
+    #[test]
+    fn delete_manifests_are_merged_past_the_limit() {
+        let names: Vec<String> = (0..12).map(|i| format!("f{i}")).collect();
+        let mut dvs: Vec<Option<u64>> = vec![None; names.len()];
+        let files = |dvs: &[Option<u64>]| -> Vec<(&str, Option<u64>)> {
+            names
+                .iter()
+                .map(String::as_str)
+                .zip(dvs.iter().copied())
+                .collect()
+        };
+        let (mut state, _) = step(None, &input(0, &files(&dvs), None), 1);
+        for i in 0..names.len() {
+            dvs[i] = Some(1);
+            let touched = [names[i].as_str()];
+            let (next, out) = step(
+                Some(&state),
+                &input(i as u64 + 1, &files(&dvs), Some(&touched)),
+                i as i64 + 2,
+            );
+            assert_eq!(out.added_delete_files, 1);
+            let deletes: Vec<_> = next
+                .manifests
+                .iter()
+                .filter(|(mf, _)| mf.content == MANIFEST_CONTENT_DELETES)
+                .collect();
+            assert!(deletes.len() <= MAX_DELETE_MANIFESTS, "{}", deletes.len());
+            let live: usize = deletes.iter().map(|(_, e)| e.len()).sum();
+            assert_eq!(live, i + 1);
+            state = next;
+        }
     }
 
     #[test]

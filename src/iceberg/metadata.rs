@@ -542,6 +542,36 @@ impl TableMetadata {
         Some(s)
     }
 
+    /// The next metadata after this one (at `location`) with the snapshots
+    /// older than `cutoff_ms` expired, the current one always kept, and the
+    /// metadata log trimmed to files newer than the cutoff; `None` when no
+    /// snapshot expires.
+    pub fn expire_snapshots(
+        &self,
+        cutoff_ms: i64,
+        now_ms: i64,
+        location: &str,
+    ) -> Option<TableMetadata> {
+        let keeps = |s: &Snapshot| {
+            s.timestamp_ms >= cutoff_ms || Some(s.snapshot_id) == self.current_snapshot_id
+        };
+        if self.snapshots.iter().all(keeps) {
+            return None;
+        }
+        let mut next = self.clone();
+        next.snapshots.retain(keeps);
+        let kept: std::collections::HashSet<i64> =
+            next.snapshots.iter().map(|s| s.snapshot_id).collect();
+        next.snapshot_log.retain(|e| kept.contains(&e.snapshot_id));
+        next.metadata_log.push(MetadataLogEntry {
+            timestamp_ms: self.last_updated_ms,
+            metadata_file: location.to_string(),
+        });
+        next.metadata_log.retain(|e| e.timestamp_ms >= cutoff_ms);
+        next.last_updated_ms = now_ms.max(self.last_updated_ms);
+        Some(next)
+    }
+
     pub fn default_spec(&self) -> Option<&PartitionSpec> {
         self.partition_specs
             .iter()

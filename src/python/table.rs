@@ -564,6 +564,10 @@ impl RawDeltaTable {
         d.set_item("dry_run", result.dry_run)?;
         d.set_item("start_version", result.start_version)?;
         d.set_item("end_version", result.end_version)?;
+        d.set_item(
+            "iceberg_snapshots_expired",
+            result.iceberg_snapshots_expired,
+        )?;
         Ok(d)
     }
 

@@ -440,3 +440,131 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
         manifests_written: out.manifests_written,
     })
 }
+
+/// What VACUUM keeps under `metadata/`, after expiring Iceberg snapshots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IcebergVacuum {
+    /// Files (relative to the table root) the live Iceberg snapshots read:
+    /// the current metadata file, `version-hint.text`, the metadata log's
+    /// files, manifest lists, manifests and Puffin files.
+    pub keep: HashSet<String>,
+    /// Snapshots expired (older than the cutoff, not the current one).
+    pub expired_snapshots: usize,
+}
+
+/// The path relative to the table root of an Iceberg location under it.
+fn relative(shape: &TableShape, location: &str) -> Option<String> {
+    location
+        .strip_prefix(&shape.location)
+        .and_then(|r| r.strip_prefix('/'))
+        .map(str::to_string)
+}
+
+/// VACUUM's part of the Iceberg metadata (`None`: there is none): expire
+/// the snapshots older than `cutoff_ms` but the current one (a real run
+/// writes the next `vN.metadata.json` without them, put-if-absent, then the
+/// hint), and name the files the remaining snapshots read, so that VACUUM
+/// deletes only the others (and only those older than the cutoff).
+pub async fn vacuum_iceberg(
+    snapshot: &Snapshot,
+    cutoff_ms: i64,
+    dry_run: bool,
+) -> Result<Option<IcebergVacuum>> {
+    let store = snapshot.store();
+    let n = latest_metadata_version(store).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let shape = table_shape(snapshot)?;
+    let metadata = read_prev_metadata(store, n).await?;
+    let mut current_n = n;
+    let mut result = IcebergVacuum::default();
+    let location = shape.metadata_location(&metadata_file_name(n));
+    let metadata = match metadata.expire_snapshots(cutoff_ms, now_ms(), &location) {
+        None => metadata,
+        Some(next) => {
+            result.expired_snapshots = metadata.snapshots.len() - next.snapshots.len();
+            if !dry_run {
+                let rel = format!("{METADATA_DIR}/{}", metadata_file_name(n + 1));
+                if !store
+                    .put_if_absent(&store.path(&rel), Bytes::from(next.to_json()?))
+                    .await?
+                {
+                    return Err(Error::Conflict {
+                        version: snapshot.version(),
+                        detail: format!(
+                            "an Iceberg sync wrote {rel} while VACUUM expired snapshots"
+                        ),
+                    });
+                }
+                store
+                    .put(
+                        &store.path(&format!("{METADATA_DIR}/{VERSION_HINT}")),
+                        Bytes::from((n + 1).to_string()),
+                    )
+                    .await?;
+                current_n = n + 1;
+            }
+            next
+        }
+    };
+    let keep = &mut result.keep;
+    keep.insert(format!("{METADATA_DIR}/{}", metadata_file_name(current_n)));
+    keep.insert(format!("{METADATA_DIR}/{VERSION_HINT}"));
+    if current_n != n {
+        // The file the new one follows stays in its log.
+        keep.insert(format!("{METADATA_DIR}/{}", metadata_file_name(n)));
+    }
+    keep.extend(
+        metadata
+            .metadata_log
+            .iter()
+            .filter_map(|e| relative(&shape, &e.metadata_file)),
+    );
+    let lists: HashSet<&str> = metadata
+        .snapshots
+        .iter()
+        .map(|s| s.manifest_list.as_str())
+        .collect();
+    let manifests: Vec<Vec<manifest::ManifestFile>> =
+        futures::stream::iter(lists.iter().map(|location| {
+            let shape = &shape;
+            async move {
+                let bytes = store.get(&store_path(store, shape, location)?).await?;
+                manifest::read_manifest_list(&bytes, location)
+            }
+        }))
+        .buffer_unordered(MANIFEST_READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    keep.extend(lists.iter().filter_map(|l| relative(&shape, l)));
+    let mut delete_manifests: HashSet<&str> = HashSet::new();
+    for mf in manifests.iter().flatten() {
+        if let Some(rel) = relative(&shape, &mf.manifest_path) {
+            keep.insert(rel);
+        }
+        if mf.content == manifest::MANIFEST_CONTENT_DELETES {
+            delete_manifests.insert(mf.manifest_path.as_str());
+        }
+    }
+    // Puffin files: named by the entries of the delete manifests.
+    let puffins: Vec<Vec<String>> =
+        futures::stream::iter(delete_manifests.into_iter().map(|location| {
+            let shape = &shape;
+            async move {
+                let bytes = store.get(&store_path(store, shape, location)?).await?;
+                let entries = manifest::read_manifest(&bytes, &shape.partition, location)?;
+                Ok::<_, Error>(
+                    entries
+                        .into_iter()
+                        .map(|e| e.data_file.file_path)
+                        .collect::<Vec<_>>(),
+                )
+            }
+        }))
+        .buffer_unordered(MANIFEST_READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    keep.extend(puffins.iter().flatten().filter_map(|p| relative(&shape, p)));
+    Ok(Some(result))
+}

@@ -22,33 +22,10 @@ use crate::error::{Error, Result};
 use crate::log::features;
 use crate::log::features::iceberg::{check_universal_format, iceberg_mirror, IcebergMirror};
 use crate::log::features::properties::{
-    TableProperties, CHECKPOINT_INTERVAL, DATA_SKIPPING_NUM_INDEXED_COLS,
-    DATA_SKIPPING_STATS_COLUMNS, DELETED_FILE_RETENTION_DURATION, ENABLE_DELETION_VECTORS,
-    ISOLATION_LEVEL, TARGET_FILE_SIZE, UNIVERSAL_FORMAT_ENABLED_FORMATS, USER_TABLE_PROPERTIES,
+    TableProperties, CHECKPOINT_INTERVAL, DELTA_PREFIX, EXISTING_TABLE_PROPERTIES,
+    UNIVERSAL_FORMAT_ENABLED_FORMATS, USER_TABLE_PROPERTIES,
 };
 use crate::table::snapshot::Snapshot;
-
-/// The `delta.*` properties deltadv sets on an existing table.
-const SETTABLE: &[&str] = &[
-    "delta.autoOptimize.autoCompact",
-    "delta.autoOptimize.optimizeWrite",
-    "delta.checkpoint.writeStatsAsJson",
-    "delta.checkpoint.writeStatsAsStruct",
-    CHECKPOINT_INTERVAL,
-    DATA_SKIPPING_NUM_INDEXED_COLS,
-    DATA_SKIPPING_STATS_COLUMNS,
-    DELETED_FILE_RETENTION_DURATION,
-    ENABLE_DELETION_VECTORS,
-    "delta.enableExpiredLogCleanup",
-    ISOLATION_LEVEL,
-    "delta.logRetentionDuration",
-    "delta.randomizeFilePrefixes",
-    "delta.randomPrefixLength",
-    "delta.setTransactionRetentionDuration",
-    TARGET_FILE_SIZE,
-    "delta.tuneFileSizesForRewrites",
-    UNIVERSAL_FORMAT_ENABLED_FORMATS,
-];
 
 /// The key as the table keeps it: a Delta property in its canonical
 /// spelling (matched without case), any other key as given.
@@ -58,14 +35,14 @@ fn canonical_key(key: &str) -> Result<String> {
             "a table property name must not be empty".into(),
         ));
     }
-    if !key.to_ascii_lowercase().starts_with("delta.") {
+    if !key.to_ascii_lowercase().starts_with(DELTA_PREFIX) {
         return Ok(key.to_string());
     }
     let known = USER_TABLE_PROPERTIES
         .iter()
         .find(|k| k.eq_ignore_ascii_case(key))
         .ok_or_else(|| Error::InvalidArgument(format!("{key:?} is not a Delta table property")))?;
-    if !SETTABLE.contains(known) {
+    if !EXISTING_TABLE_PROPERTIES.contains(known) {
         return Err(Error::Unsupported(format!(
             "deltadv sets {known} only when it creates a table: on an existing table it needs \
              a protocol upgrade (and some a backfill or a rewrite); use Delta Spark's \
@@ -169,6 +146,9 @@ pub async fn set_table_properties(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::features::properties::{
+        DELETED_FILE_RETENTION_DURATION, ISOLATION_LEVEL, TARGET_FILE_SIZE,
+    };
 
     #[test]
     fn keys_are_canonical_and_creation_only_ones_refused() {

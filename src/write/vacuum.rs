@@ -22,6 +22,14 @@
 //!
 //! FULL mode (the default, Delta Spark's) lists the whole tree once (a local
 //! table with parallel directory walks, hidden directories not descended);
+//! Iceberg metadata beside the log (UniForm, `metadata/`): its snapshots
+//! older than the cutoff but the current one are expired first (a real run
+//! writes the next `vN.metadata.json` without them), as the data files they
+//! read may go; the files the remaining snapshots read (metadata files of
+//! the log, `version-hint.text`, manifest lists, manifests, Puffin files)
+//! are kept, and other `metadata/` files older than the cutoff go. When the
+//! Iceberg metadata cannot be read, `metadata/` is left alone.
+//!
 //! LITE mode (deltalake's default, Delta Spark's `VACUUM LITE`) lists
 //! nothing and takes only the files and DV files of expired tombstones the
 //! log still holds, so it misses orphans of failed writes.
@@ -84,6 +92,8 @@ pub struct VacuumResult {
     /// The versions of the VACUUM START and END commits (real runs).
     pub start_version: Option<u64>,
     pub end_version: Option<u64>,
+    /// Iceberg snapshots (UniForm metadata) expired, or that would be.
+    pub iceberg_snapshots_expired: usize,
 }
 
 /// Whether a directory name is hidden from VACUUM (see the module docs).
@@ -183,8 +193,23 @@ pub async fn vacuum(
     let (specified, table_retention) = retention_ms(snapshot, options)?;
     let now = options.now_ms.unwrap_or_else(now_ms);
     let cutoff = now.saturating_sub(specified.unwrap_or(table_retention));
-    let keep = valid_files(snapshot, cutoff)?;
+    let mut keep = valid_files(snapshot, cutoff)?;
     let store = snapshot.store();
+    // Iceberg metadata (UniForm): snapshots older than the cutoff expire with
+    // the data files they read; the files of the others stay. When it cannot
+    // be read, nothing under metadata/ is touched.
+    let iceberg = super::iceberg::vacuum_iceberg(snapshot, cutoff, options.dry_run).await;
+    let mut iceberg_snapshots_expired = 0;
+    let protect_iceberg = match iceberg {
+        Ok(Some(v)) => {
+            keep.extend(v.keep);
+            iceberg_snapshots_expired = v.expired_snapshots;
+            false
+        }
+        Ok(None) => false,
+        Err(_) => true,
+    };
+    let iceberg_dir = format!("{}/", crate::iceberg::convert::METADATA_DIR);
     let mut partition_dirs: Vec<String> = Vec::new();
     for c in &snapshot.metadata().partition_columns {
         if let Some(f) = snapshot.schema().field(c) {
@@ -215,6 +240,9 @@ pub async fn vacuum(
             if keep.contains(&f.relative) || f.last_modified_ms >= cutoff {
                 continue;
             }
+            if protect_iceberg && f.relative.starts_with(&iceberg_dir) {
+                continue;
+            }
             doomed.push((f.relative, f.size));
         }
     }
@@ -224,6 +252,7 @@ pub async fn vacuum(
         files: doomed.iter().map(|d| d.0.clone()).collect(),
         bytes,
         dry_run: options.dry_run,
+        iceberg_snapshots_expired,
         ..Default::default()
     };
     if options.dry_run {

@@ -491,3 +491,89 @@ def test_uniform_settings_that_cannot_work_are_refused(tmp_path: Path) -> None:
             configuration={"delta.universalFormat.enabledFormats": "iceberg"},
         )
     assert not (tmp_path / "new" / "_delta_log").exists()
+
+
+def _metadata_files(path: str) -> set[str]:
+    root = Path(path)
+    return {str(p.relative_to(root)) for p in (root / "metadata").iterdir()}
+
+
+def _age(path: str, days: float) -> None:
+    """Make every file under the table root look ``days`` old (VACUUM goes by
+    modification time)."""
+    import os
+    import time
+
+    old = time.time() - days * 86400
+    for p in Path(path).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+
+
+def test_vacuum_keeps_the_files_of_live_iceberg_snapshots(tmp_path: Path) -> None:
+    """Within the retention every Iceberg snapshot stays readable: VACUUM keeps the
+    metadata/ files they read however old the files look (``version-hint.text``
+    too) and takes only orphans."""
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(30)), configuration=UNIFORM, rows_per_file=6)
+    table = deltadv.DeltaTable(path)
+    table.delete("id in (1, 2)")
+    table.delete("id in (7, 20)")
+    table.purge()
+    before = _metadata_files(path)
+    (tmp_path / "t" / "metadata" / "orphan-m1.avro").write_bytes(b"x")
+    _age(path, 30)  # files: a month old; snapshots: now (inside the retention)
+    report = table.vacuum_report(dry_run=False)
+    assert report["iceberg_snapshots_expired"] == 0
+    assert "metadata/orphan-m1.avro" in report["files"]
+    assert not [f for f in report["files"] if f in before]
+    assert before <= _metadata_files(path)
+    n = _check_all_snapshots(path)
+    assert n == 6  # versions 0-3 and VACUUM START/END
+
+
+def test_vacuum_expires_old_iceberg_snapshots(tmp_path: Path) -> None:
+    """Past the retention, Iceberg snapshots but the current one expire with the
+    data files VACUUM takes, and their manifest lists, manifests, Puffin files and
+    metadata files go; the current snapshot still reads the latest version."""
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(30)), configuration=UNIFORM, rows_per_file=6)
+    table = deltadv.DeltaTable(path)
+    table.delete("id in (1, 2)")
+    table.delete("id in (3, 25)")
+    table.purge()  # the files with DVs are rewritten: old ones become tombstones
+    assert len(_latest(path).metadata.snapshots) == 4
+    dry = table.vacuum_report(retention_hours=0, enforce_retention_duration=False)
+    assert dry["iceberg_snapshots_expired"] == 3
+    assert len(_latest(path).metadata.snapshots) == 4  # a dry run writes nothing
+    report = table.vacuum_report(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert report["iceberg_snapshots_expired"] == 3
+    assert set(dry["files"]) <= set(report["files"])
+    doomed = [f for f in report["files"] if f.startswith("metadata/")]
+    assert any(f.endswith(".puffin") for f in doomed)
+    assert any(f.startswith("metadata/snap-") for f in doomed)
+    assert "metadata/version-hint.text" not in doomed
+    meta = _latest(path).metadata
+    # the current snapshot before VACUUM, then VACUUM START's and END's
+    assert [int(s.summary["delta-version"]) for s in meta.snapshots] == [3, 4, 5]
+    assert _check_all_snapshots(path) == 3
+    # every file the live snapshots name exists; nothing else older is left
+    latest = _latest(path)
+    for snap in latest.metadata.snapshots:
+        assert Path(snap.manifest_list.removeprefix("file://")).exists()
+        for m in snap.manifests(latest.io):
+            assert Path(m.manifest_path.removeprefix("file://")).exists()
+
+
+def test_vacuum_leaves_unreadable_iceberg_metadata_alone(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(10)), configuration=UNIFORM, rows_per_file=5)
+    deltadv.DeltaTable(path).delete("id = 1")
+    hint = (tmp_path / "t" / "metadata" / "version-hint.text").read_text().strip()
+    (tmp_path / "t" / "metadata" / f"v{hint}.metadata.json").write_text("{")
+    before = _metadata_files(path)
+    _age(path, 30)
+    table = deltadv.DeltaTable(path)
+    report = table.vacuum_report(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert not [f for f in report["files"] if f.startswith("metadata/")]
+    assert before <= _metadata_files(path)

@@ -84,6 +84,34 @@ pub const USER_TABLE_PROPERTIES: &[&str] = &[
     UNIVERSAL_FORMAT_ENABLED_FORMATS,
 ];
 
+/// The prefix of Delta's own table properties.
+pub const DELTA_PREFIX: &str = "delta.";
+
+/// The properties of [`USER_TABLE_PROPERTIES`] deltadv sets on an existing
+/// table (`crate::write::properties`): they change nothing in the protocol
+/// and ask nothing of the files already written, but turning deletion
+/// vectors on (which adds the feature) and UniForm (checked there).
+pub const EXISTING_TABLE_PROPERTIES: &[&str] = &[
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    CHECKPOINT_INTERVAL,
+    DATA_SKIPPING_NUM_INDEXED_COLS,
+    DATA_SKIPPING_STATS_COLUMNS,
+    DELETED_FILE_RETENTION_DURATION,
+    ENABLE_DELETION_VECTORS,
+    "delta.enableExpiredLogCleanup",
+    ISOLATION_LEVEL,
+    "delta.logRetentionDuration",
+    "delta.randomizeFilePrefixes",
+    "delta.randomPrefixLength",
+    "delta.setTransactionRetentionDuration",
+    TARGET_FILE_SIZE,
+    "delta.tuneFileSizesForRewrites",
+    UNIVERSAL_FORMAT_ENABLED_FORMATS,
+];
+
 /// The table accepts appends only: DELETE, UPDATE and MERGE are refused.
 pub const APPEND_ONLY: &str = "delta.appendOnly";
 /// The table property that turns deletion vectors on.
