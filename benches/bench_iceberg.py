@@ -96,7 +96,7 @@ def bench_scan(path: str, repeat: int) -> None:
     assert sorted(a.column("id").to_pylist()) == sorted(b.column("id").to_pylist())
     best = {"pyiceberg": float("inf"), "deltadv": float("inf")}
     for i in range(repeat):
-        for name in (["pyiceberg", "deltadv"] if i % 2 == 0 else ["deltadv", "pyiceberg"]):
+        for name in ["pyiceberg", "deltadv"] if i % 2 == 0 else ["deltadv", "pyiceberg"]:
             start = time.perf_counter()
             (iceberg if name == "pyiceberg" else ours)()
             best[name] = min(best[name], time.perf_counter() - start)
