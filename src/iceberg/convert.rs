@@ -217,34 +217,7 @@ pub fn data_file(shape: &TableShape, add: &Add, decoded_path: &str) -> Result<Da
                 add.path
             ))
         })?;
-    let partition = shape
-        .partition
-        .iter()
-        .map(|c| {
-            let raw = add
-                .partition_values
-                .get(&c.physical_name)
-                .or_else(|| add.partition_values.get(&c.name))
-                .and_then(|v| v.as_deref());
-            partition_literal(c, raw)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let mut out = DataFile {
-        content: CONTENT_DATA,
-        file_path: shape.file_location(decoded_path),
-        file_format: "PARQUET".into(),
-        partition,
-        record_count,
-        file_size_in_bytes: add.size,
-        value_counts: BTreeMap::new(),
-        null_value_counts: BTreeMap::new(),
-        lower_bounds: BTreeMap::new(),
-        upper_bounds: BTreeMap::new(),
-        first_row_id: add.base_row_id,
-        referenced_data_file: None,
-        content_offset: None,
-        content_size_in_bytes: None,
-    };
+    let mut out = data_file_without_stats(shape, add, decoded_path, record_count)?;
     let Some(stats) = stats else {
         return Ok(out);
     };
@@ -271,6 +244,45 @@ pub fn data_file(shape: &TableShape, add: &Add, decoded_path: &str) -> Result<Da
         }
     }
     Ok(out)
+}
+
+/// [`data_file`] without column stats, its record count given (the log's
+/// `numRecords`, parsed already): for a file whose data entry is not
+/// written (a DV entry takes only its location and partition).
+pub fn data_file_without_stats(
+    shape: &TableShape,
+    add: &Add,
+    decoded_path: &str,
+    record_count: i64,
+) -> Result<DataFile> {
+    let partition = shape
+        .partition
+        .iter()
+        .map(|c| {
+            let raw = add
+                .partition_values
+                .get(&c.physical_name)
+                .or_else(|| add.partition_values.get(&c.name))
+                .and_then(|v| v.as_deref());
+            partition_literal(c, raw)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(DataFile {
+        content: CONTENT_DATA,
+        file_path: shape.file_location(decoded_path),
+        file_format: "PARQUET".into(),
+        partition,
+        record_count,
+        file_size_in_bytes: add.size,
+        value_counts: BTreeMap::new(),
+        null_value_counts: BTreeMap::new(),
+        lower_bounds: BTreeMap::new(),
+        upper_bounds: BTreeMap::new(),
+        first_row_id: add.base_row_id,
+        referenced_data_file: None,
+        content_offset: None,
+        content_size_in_bytes: None,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -302,6 +314,11 @@ pub struct PrevState {
     /// ([`DeltaInput::previously_live`] says which were): every data
     /// manifest is then kept as it is, and only new files are added.
     pub data_entries_loaded: bool,
+    /// Whether the delete manifests' entries were read. They need not be
+    /// when no file the commits since touched had a DV at the converted
+    /// version: every DV entry then targets an untouched file and stays, and
+    /// the delete manifests are kept whole.
+    pub delete_entries_loaded: bool,
 }
 
 /// Most delete manifests a snapshot lists: past it, they are merged into one.
@@ -414,8 +431,19 @@ pub fn plan(prev: Option<&PrevState>, input: &DeltaInput) -> Plan {
         }
     }
     // Delete entries: kept when the data entry stays, the file was not
-    // touched, and the cardinality still matches.
+    // touched, and the cardinality still matches. Delete manifests not read
+    // hold the DVs of untouched files only (`PrevState::delete_entries_loaded`).
     let mut kept_dv: HashSet<&str> = HashSet::new();
+    if prev.is_some_and(|p| !p.delete_entries_loaded) {
+        kept_dv.extend(
+            input
+                .files
+                .iter()
+                .filter(|f| f.dv_cardinality.is_some())
+                .map(|f| f.data_file.file_path.as_str())
+                .filter(|p| !touched(p)),
+        );
+    }
     for ((mf, entries), k) in manifests.iter().zip(keep.iter_mut()) {
         if mf.content != MANIFEST_CONTENT_DELETES {
             continue;
@@ -690,8 +718,9 @@ pub fn build(
             })
             .count()
     });
-    let merge_deletes =
-        kept_delete_manifests + usize::from(!plan.dv_blobs.is_empty()) > MAX_DELETE_MANIFESTS;
+    // (Their entries are needed: not read, they are kept as they are.)
+    let merge_deletes = prev.is_none_or(|p| p.delete_entries_loaded)
+        && kept_delete_manifests + usize::from(!plan.dv_blobs.is_empty()) > MAX_DELETE_MANIFESTS;
     let mut carried_deletes: Vec<ManifestEntry> = Vec::new();
 
     // Previous manifests: keep, rewrite or drop.
@@ -1182,6 +1211,7 @@ mod tests {
                 metadata,
                 metadata_version: out.metadata_version,
                 data_entries_loaded: true,
+                delete_entries_loaded: true,
                 manifests,
             },
             out,
@@ -1272,17 +1302,17 @@ mod tests {
     }
 
     #[test]
-    fn data_manifests_not_read_are_kept_whole() {
+    fn manifests_not_read_are_kept_whole() {
         let i0 = input(0, &[("a", None), ("b", None)], None);
         let (s0, _) = step(None, &i0, 1);
         let i1 = input(1, &[("a", Some(1)), ("b", None)], Some(&["a"]));
         let (mut s1, _) = step(Some(&s0), &i1, 2);
-        // As sync_iceberg reads them when nothing live at v1 is gone.
+        // As sync_iceberg reads them when nothing live at v1 is gone and no
+        // file touched since had a DV at v1 (b gets its first).
         s1.data_entries_loaded = false;
-        for (mf, entries) in &mut s1.manifests {
-            if mf.content == MANIFEST_CONTENT_DATA {
-                entries.clear();
-            }
+        s1.delete_entries_loaded = false;
+        for (_, entries) in &mut s1.manifests {
+            entries.clear();
         }
         let sh = shape();
         let mut i2 = input(

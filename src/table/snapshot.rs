@@ -56,7 +56,7 @@ pub struct LiveFile {
 }
 
 impl LiveFile {
-    fn new(add: Add) -> Result<Self> {
+    pub(crate) fn new(add: Add) -> Result<Self> {
         let counts = record_count(add.stats.as_deref(), &add.path)?;
         Ok(LiveFile {
             path: normalize_path(&add.path),

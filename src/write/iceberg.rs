@@ -27,9 +27,11 @@ use crate::iceberg::convert::{
 use crate::iceberg::manifest;
 use crate::iceberg::metadata::{convert_schema, partition_columns, TableMetadata};
 use crate::io::TableStore;
-use crate::log::actions::Action;
+use crate::log::actions::{Action, DomainMetadata, Metadata};
 use crate::log::features::properties::{TableProperties, ROW_TRACKING_DOMAIN};
 use crate::log::path::normalize_path;
+use crate::log::schema::StructType;
+use crate::table::snapshot::LiveFile;
 use crate::table::snapshot::Snapshot;
 
 /// Commits read at once to find the files a range of versions touched.
@@ -75,17 +77,92 @@ pub fn table_location(store: &TableStore) -> String {
 
 /// The Iceberg view of the snapshot's schema and partitioning.
 pub fn table_shape(snapshot: &Snapshot) -> Result<TableShape> {
-    let mut schema = convert_schema(snapshot.schema())?;
-    let properties = TableProperties::new(&snapshot.metadata().configuration);
+    shape_of(snapshot.store(), snapshot.schema(), snapshot.metadata())
+}
+
+/// The Iceberg view of a table's schema and partitioning.
+fn shape_of(store: &TableStore, schema: &StructType, metadata: &Metadata) -> Result<TableShape> {
+    let mut converted = convert_schema(schema)?;
+    let properties = TableProperties::new(&metadata.configuration);
     if let Some((row_id, commit_version)) = properties.materialized_row_tracking_columns() {
-        schema.map_row_tracking_columns(row_id, commit_version);
+        converted.map_row_tracking_columns(row_id, commit_version);
     }
     Ok(TableShape {
-        location: table_location(snapshot.store()),
-        schema,
-        partition: partition_columns(snapshot.schema(), &snapshot.metadata().partition_columns)?,
-        delta_table_id: snapshot.metadata().id.clone(),
+        location: table_location(store),
+        schema: converted,
+        partition: partition_columns(schema, &metadata.partition_columns)?,
+        delta_table_id: metadata.id.clone(),
     })
+}
+
+/// The Delta table state a conversion mirrors: a loaded snapshot's
+/// ([`DeltaState::of`]), or a snapshot's moved past one commit made on it
+/// ([`DeltaState::after_commit`], which spares the commit a reload).
+pub struct DeltaState<'a> {
+    pub store: &'a TableStore,
+    pub version: u64,
+    /// The commit's time (in-commit timestamp, or the commit file's).
+    pub timestamp_ms: i64,
+    pub metadata: Metadata,
+    pub schema: StructType,
+    pub files: Vec<LiveFile>,
+    /// `rowIdHighWaterMark` of the row tracking domain.
+    pub row_id_high_water_mark: Option<i64>,
+}
+
+impl<'a> DeltaState<'a> {
+    /// The state of a loaded snapshot.
+    pub fn of(snapshot: &'a Snapshot) -> Result<DeltaState<'a>> {
+        Ok(DeltaState {
+            store: snapshot.store(),
+            version: snapshot.version(),
+            timestamp_ms: snapshot.timestamp().unwrap_or_else(now_ms),
+            metadata: snapshot.metadata().clone(),
+            schema: snapshot.schema().clone(),
+            files: snapshot.files()?,
+            row_id_high_water_mark: high_water_mark(snapshot.domain_metadata()),
+        })
+    }
+
+    /// The state after the commit `version` of `actions`, made directly on
+    /// `snapshot` (version − 1): its file actions applied to the live files,
+    /// its metadata and row tracking domain taken, its commitInfo's time.
+    pub fn after_commit(
+        snapshot: &'a Snapshot,
+        version: u64,
+        actions: &[Action],
+    ) -> Result<DeltaState<'a>> {
+        let mut state = DeltaState::of(snapshot)?;
+        state.version = version;
+        let mut removed: HashSet<String> = HashSet::new();
+        let mut added = Vec::new();
+        for a in actions {
+            match a {
+                Action::Remove(r) => {
+                    removed.insert(normalize_path(&r.path));
+                }
+                Action::Add(add) => added.push(LiveFile::new(add.as_ref().clone())?),
+                Action::Metadata(m) => {
+                    state.schema = StructType::parse(&m.schema_string)?;
+                    state.metadata = m.clone();
+                }
+                Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {
+                    state.row_id_high_water_mark = domain_high_water_mark(d);
+                }
+                Action::CommitInfo(info) => {
+                    let at = |k: &str| info.get(k).and_then(serde_json::Value::as_i64);
+                    if let Some(t) = at("inCommitTimestamp").or_else(|| at("timestamp")) {
+                        state.timestamp_ms = t;
+                    }
+                }
+                _ => {}
+            }
+        }
+        removed.extend(added.iter().map(|f| f.path.clone()));
+        state.files.retain(|f| !removed.contains(&f.path));
+        state.files.extend(added);
+        Ok(state)
+    }
 }
 
 /// The store path of an Iceberg location under the table root.
@@ -139,19 +216,43 @@ pub async fn latest_metadata_version(store: &TableStore) -> Result<u64> {
     Ok(n)
 }
 
+/// Which manifests' entries are read (see [`PrevState`]).
+#[derive(Debug, Clone, Copy)]
+struct EntriesToRead {
+    data: bool,
+    deletes: bool,
+}
+
 /// The manifests of the manifest list at `location`, with their live
-/// entries; those of data manifests only when `data_entries` (see
-/// [`PrevState::data_entries_loaded`]).
+/// entries where `read` asks for them, and which were read.
 async fn read_manifests(
     store: &TableStore,
     shape: &TableShape,
     location: &str,
-    data_entries: bool,
-) -> Result<Vec<(manifest::ManifestFile, Vec<manifest::ManifestEntry>)>> {
+    read: EntriesToRead,
+) -> Result<(
+    Vec<(manifest::ManifestFile, Vec<manifest::ManifestEntry>)>,
+    EntriesToRead,
+)> {
     let list_bytes = store.get(&store_path(store, shape, location)?).await?;
     let list = manifest::read_manifest_list(&list_bytes, location)?;
-    futures::stream::iter(list.into_iter().map(|mf| async move {
-        if !data_entries && mf.content == manifest::MANIFEST_CONTENT_DATA {
+    // Delete manifests about to be merged are read (convert::build merges
+    // past MAX_DELETE_MANIFESTS, with their entries).
+    let deletes = list
+        .iter()
+        .filter(|mf| mf.content == manifest::MANIFEST_CONTENT_DELETES)
+        .count();
+    let read = EntriesToRead {
+        data: read.data,
+        deletes: read.deletes || deletes >= convert::MAX_DELETE_MANIFESTS,
+    };
+    let manifests = futures::stream::iter(list.into_iter().map(|mf| async move {
+        let wanted = if mf.content == manifest::MANIFEST_CONTENT_DATA {
+            read.data
+        } else {
+            read.deletes
+        };
+        if !wanted {
             return Ok::<_, Error>((mf, Vec::new()));
         }
         let path = store_path(store, shape, &mf.manifest_path)?;
@@ -161,7 +262,8 @@ async fn read_manifests(
     }))
     .buffered(MANIFEST_READ_CONCURRENCY)
     .try_collect()
-    .await
+    .await?;
+    Ok((manifests, read))
 }
 
 /// The latest converted metadata, `vN.metadata.json`.
@@ -172,32 +274,34 @@ async fn read_prev_metadata(store: &TableStore, n: u64) -> Result<TableMetadata>
 }
 
 /// The converted state at metadata version `n`: `metadata` and its current
-/// snapshot's manifests (data manifest entries when `data_entries`).
+/// snapshot's manifests (their entries where `read` asks for them).
 async fn read_prev(
     store: &TableStore,
     shape: &TableShape,
     n: u64,
     metadata: TableMetadata,
-    data_entries: bool,
+    read: EntriesToRead,
 ) -> Result<PrevState> {
     let mut manifests = Vec::new();
     // With no manifest carried over, every file is added again.
-    let mut data_entries_loaded = true;
+    let mut loaded = EntriesToRead {
+        data: true,
+        deletes: true,
+    };
     // Manifests of another partitioning are not carried over: every file is
     // added again under the current spec.
     if let (Some(current), true) = (
         metadata.current_snapshot(),
         same_partitioning(&metadata, shape),
     ) {
-        data_entries_loaded = data_entries;
-        manifests = match read_manifests(store, shape, &current.manifest_list, data_entries).await {
-            Ok(m) => m,
+        manifests = match read_manifests(store, shape, &current.manifest_list, read).await {
+            Ok((m, read)) => {
+                loaded = read;
+                m
+            }
             // Deleted (by a VACUUM that does not know metadata/): convert in
             // full on top of the metadata that is left.
-            Err(Error::NotFound { .. }) => {
-                data_entries_loaded = true;
-                Vec::new()
-            }
+            Err(Error::NotFound { .. }) => Vec::new(),
             Err(e) => return Err(e),
         };
     }
@@ -205,7 +309,8 @@ async fn read_prev(
         metadata,
         metadata_version: n,
         manifests,
-        data_entries_loaded,
+        data_entries_loaded: loaded.data,
+        delete_entries_loaded: loaded.deletes,
     })
 }
 
@@ -215,6 +320,9 @@ struct RangeChanges {
     touched: HashSet<String>,
     /// Locations of the files live at the converted version.
     previously_live: HashSet<String>,
+    /// A file they removed had a DV (a remove names the DV of the file it
+    /// removes): the DV entries of the converted version may change.
+    removed_dvs: bool,
 }
 
 /// What the Delta commits `from + 1 ..= to` changed, given the locations
@@ -243,6 +351,7 @@ async fn range_changes(
         .await?;
     let mut touched = HashSet::new();
     let mut previously_live = live.clone();
+    let mut removed_dvs = false;
     // Undo the commits, latest first: within one, its adds before its
     // removes (a file re-added with a new DV is both, and stays live).
     for commit in commits.iter().rev() {
@@ -258,6 +367,7 @@ async fn range_changes(
         }
         for a in actions {
             if let Action::Remove(r) = a {
+                removed_dvs |= r.deletion_vector.is_some();
                 let location = shape.file_location(&normalize_path(&r.path));
                 previously_live.insert(location.clone());
                 touched.insert(location);
@@ -267,12 +377,16 @@ async fn range_changes(
     Ok(Some(RangeChanges {
         touched,
         previously_live,
+        removed_dvs,
     }))
 }
 
 /// `rowIdHighWaterMark` of the row tracking domain, if any.
-fn high_water_mark(snapshot: &Snapshot) -> Option<i64> {
-    let d = snapshot.domain_metadata().get(ROW_TRACKING_DOMAIN)?;
+fn high_water_mark(domains: &HashMap<String, DomainMetadata>) -> Option<i64> {
+    domain_high_water_mark(domains.get(ROW_TRACKING_DOMAIN)?)
+}
+
+fn domain_high_water_mark(d: &DomainMetadata) -> Option<i64> {
     let v: serde_json::Value = serde_json::from_str(&d.configuration).ok()?;
     v.get("rowIdHighWaterMark")?.as_i64()
 }
@@ -317,15 +431,20 @@ fn now_ms() -> i64 {
 /// Mirror `snapshot` as the current Iceberg snapshot under `metadata/`.
 /// Nothing is written when the Iceberg metadata already mirrors its version.
 pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
-    let store = snapshot.store();
-    let shape = table_shape(snapshot)?;
+    sync_state(&DeltaState::of(snapshot)?).await
+}
+
+/// [`sync_iceberg`] of a [`DeltaState`].
+pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
+    let store = state.store;
+    let shape = shape_of(store, &state.schema, &state.metadata)?;
     let n = latest_metadata_version(store).await?;
     let prev_metadata = if n > 0 {
         Some(read_prev_metadata(store, n).await?)
     } else {
         None
     };
-    let version = snapshot.version();
+    let version = state.version;
     let previous_delta_version = prev_metadata
         .as_ref()
         .and_then(TableMetadata::delta_version)
@@ -340,35 +459,49 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
             ..Default::default()
         });
     }
-    let live = snapshot.files()?;
+    let live = &state.files;
+    let locations: Vec<String> = live.iter().map(|f| shape.file_location(&f.path)).collect();
+    let changes = match previous_delta_version {
+        Some(pv) if pv < version => {
+            let set: HashSet<String> = locations.iter().cloned().collect();
+            range_changes(store, &shape, pv, version, &set)
+                .await?
+                .map(|c| (c, set))
+        }
+        _ => None,
+    };
+    // Column stats are converted only for files whose data entry may be
+    // written: those the commits since touched (all, when unknown).
     let files = live
         .iter()
-        .map(|f| {
+        .zip(&locations)
+        .map(|(f, location)| {
+            let touched = changes
+                .as_ref()
+                .is_none_or(|(c, _)| c.touched.contains(location));
+            let data_file = match f.num_records {
+                Some(n) if !touched => {
+                    convert::data_file_without_stats(&shape, &f.add, &f.path, n)?
+                }
+                _ => convert::data_file(&shape, &f.add, &f.path)?,
+            };
             Ok(DeltaFile {
-                data_file: convert::data_file(&shape, &f.add, &f.path)?,
+                data_file,
                 dv_cardinality: f.add.deletion_vector.as_ref().map(|d| d.cardinality()),
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let changes = match previous_delta_version {
-        Some(pv) if pv < version => {
-            let locations: HashSet<String> = files
-                .iter()
-                .map(|f| f.data_file.file_path.clone())
-                .collect();
-            range_changes(store, &shape, pv, version, &locations)
-                .await?
-                .map(|c| (c, locations))
-        }
-        _ => None,
-    };
     // Data manifests are read only when a file live at the converted version
     // is gone (their entries are rewritten); else they are kept whole.
-    let data_entries = changes
-        .as_ref()
-        .is_none_or(|(c, locations)| !c.previously_live.iter().all(|p| locations.contains(p)));
+    // Delete manifests only when a file had a DV that a commit removed.
+    let read = EntriesToRead {
+        data: changes
+            .as_ref()
+            .is_none_or(|(c, locations)| !c.previously_live.iter().all(|p| locations.contains(p))),
+        deletes: changes.as_ref().is_none_or(|(c, _)| c.removed_dvs),
+    };
     let prev = match prev_metadata {
-        Some(m) => Some(read_prev(store, &shape, n, m, data_entries).await?),
+        Some(m) => Some(read_prev(store, &shape, n, m, read).await?),
         None => None,
     };
     let (touched, previously_live) = match changes {
@@ -377,14 +510,14 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
     };
     let input = DeltaInput {
         version,
-        timestamp_ms: snapshot.timestamp().unwrap_or_else(now_ms),
+        timestamp_ms: state.timestamp_ms,
         files,
         touched,
         previously_live,
-        row_id_high_water_mark: high_water_mark(snapshot),
+        row_id_high_water_mark: state.row_id_high_water_mark,
     };
     let plan = convert::plan(prev.as_ref(), &input);
-    let dvs = load_dvs(store, &live, &plan.dv_blobs).await?;
+    let dvs = load_dvs(store, live, &plan.dv_blobs).await?;
     let token = uuid::Uuid::new_v4();
     let ids = Ids {
         snapshot_id: (token.as_u128() as i64) & i64::MAX,

@@ -58,6 +58,7 @@ use super::conflict::{
     self as checker, Decision, FileChange, IsolationLevel, ReadSet, RebaseFile, TxnContext,
     WinningCommit,
 };
+use super::iceberg::DeltaState;
 use super::{fail_point, now_ms, ENGINE_INFO};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
@@ -428,7 +429,8 @@ impl<'a> Transaction<'a> {
                 fail_point("after_commit")?;
                 outcome.version = Some(version);
                 outcome.in_commit_timestamp = ict;
-                self.after_commit(version, &state, &mut outcome).await;
+                self.after_commit(version, &state, &actions, &mut outcome)
+                    .await;
                 return Ok(outcome);
             }
             if read_version.is_none() {
@@ -554,10 +556,17 @@ impl<'a> Transaction<'a> {
         Ok((actions, ict))
     }
 
-    /// Best-effort work after committing `version`: the checkpoint it makes
-    /// due (none after a table creation), then, on a UniForm table, its
-    /// Iceberg snapshot. Failures land in `outcome`; the commit stands.
-    async fn after_commit(&self, version: u64, state: &TableState, outcome: &mut CommitOutcome) {
+    /// Best-effort work after committing `version` (of `actions`): the
+    /// checkpoint it makes due (none after a table creation), then, on a
+    /// UniForm table, its Iceberg snapshot. Failures land in `outcome`; the
+    /// commit stands.
+    async fn after_commit(
+        &self,
+        version: u64,
+        state: &TableState,
+        actions: &[Action],
+        outcome: &mut CommitOutcome,
+    ) {
         let due = self
             .snapshot
             .is_some_and(|s| super::checkpoint::due(s, version));
@@ -571,34 +580,45 @@ impl<'a> Transaction<'a> {
                 false
             }
         };
-        if !due && !mirror {
-            return;
-        }
-        let snapshot = match Snapshot::load(self.store.clone(), Some(version)).await {
-            Ok(s) => s,
-            Err(e) => {
-                let text = e.to_string();
-                if due {
-                    outcome.checkpoint_error = Some(text.clone());
+        // A commit made directly on the read snapshot is mirrored from it
+        // and the commit's actions; otherwise the new version is loaded.
+        let direct = self
+            .snapshot
+            .filter(|s| outcome.attempts == 1 && s.version() + 1 == version);
+        let loaded = if due || (mirror && direct.is_none()) {
+            match Snapshot::load(self.store.clone(), Some(version)).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let text = e.to_string();
+                    if due {
+                        outcome.checkpoint_error = Some(text.clone());
+                    }
+                    if mirror {
+                        outcome.iceberg_error = Some(text);
+                    }
+                    return;
                 }
-                if mirror {
-                    outcome.iceberg_error = Some(text);
-                }
-                return;
             }
+        } else {
+            None
         };
-        if due {
-            match super::checkpoint::write(&snapshot).await {
+        if let (true, Some(s)) = (due, &loaded) {
+            match super::checkpoint::write(s).await {
                 Ok(()) => outcome.checkpointed = true,
                 Err(e) => outcome.checkpoint_error = Some(e.to_string()),
             }
         }
         if mirror {
-            let synced = match fail_point("iceberg_sync") {
-                Ok(()) => super::iceberg::sync_iceberg(&snapshot).await,
-                Err(e) => Err(e),
+            let synced = async {
+                fail_point("iceberg_sync")?;
+                let view = match (&loaded, direct) {
+                    (Some(s), _) => DeltaState::of(s)?,
+                    (None, Some(s)) => DeltaState::after_commit(s, version, actions)?,
+                    (None, None) => return Err(Error::Internal("no table state to mirror".into())),
+                };
+                super::iceberg::sync_state(&view).await
             };
-            match synced {
+            match synced.await {
                 Ok(report) => outcome.iceberg_snapshot_id = report.snapshot_id,
                 Err(e) => outcome.iceberg_error = Some(e.to_string()),
             }

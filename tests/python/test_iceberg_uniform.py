@@ -280,14 +280,18 @@ def test_row_tracking_dml_and_maintenance(tmp_path: Path) -> None:
     assert meta["next-row-id"] > max(bases.values())
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_write_sequences(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "uniform"), [(1, False), (2, False), (3, False), (4, True), (5, True)]
+)
+def test_random_write_sequences(tmp_path: Path, seed: int, uniform: bool) -> None:
     """Random appends, DELETEs (several DVs per DV file), UPDATEs, RESTOREs, PURGE
-    and OPTIMIZE, partitioned or not, synced after a random subset of the versions:
+    and OPTIMIZE, partitioned or not, synced after a random subset of the versions
+    (``uniform``: every commit mirrored by itself, the syncs find nothing to do):
     every Iceberg snapshot reads its Delta version, in pyiceberg and DuckDB."""
     import random
 
     rng = random.Random(seed)
+    config = {**CONFIG, **UNIFORM} if uniform else CONFIG
     path = str(tmp_path / "t")
     partitioned = seed % 2 == 1
     next_id = 30
@@ -300,7 +304,7 @@ def test_random_write_sequences(tmp_path: Path, seed: int) -> None:
     write_table(
         path,
         batch(0, 30),
-        configuration=CONFIG,
+        configuration=config,
         partition_by=["p"] if partitioned else None,
         rows_per_file=6,
     )
@@ -324,9 +328,11 @@ def test_random_write_sequences(tmp_path: Path, seed: int) -> None:
         elif op == "optimize":
             table.optimize()
         if rng.random() < 0.6:
-            _sync(path)
+            report = _sync(path)
+            assert not uniform or report["snapshot_id"] is None
     _sync(path)
-    assert _check_all_snapshots(path) >= 2
+    checked = _check_all_snapshots(path)
+    assert checked == deltadv.DeltaTable(path).version() + 1 if uniform else checked >= 2
 
 
 def test_cli_sync_iceberg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -577,3 +583,20 @@ def test_vacuum_leaves_unreadable_iceberg_metadata_alone(tmp_path: Path) -> None
     report = table.vacuum_report(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert not [f for f in report["files"] if f.startswith("metadata/")]
     assert before <= _metadata_files(path)
+
+
+def test_many_first_dvs_keep_every_dv(tmp_path: Path) -> None:
+    """Twenty DELETEs, each the first DV of another file of a UniForm table: each
+    commit's mirror adds a delete manifest without reading the others, until there
+    are too many and they are merged; every snapshot reads its Delta version."""
+    path = str(tmp_path / "t")
+    write_table(path, _data(range(100)), configuration=UNIFORM, rows_per_file=4)
+    table = deltadv.DeltaTable(path)
+    for i in range(20):
+        assert table.delete(f"id = {i * 4 + 1}")["iceberg_error"] is None
+    latest = _latest(path)
+    snapshot = latest.current_snapshot()
+    assert snapshot is not None
+    deletes = [m for m in snapshot.manifests(latest.io) if m.content == 1]
+    assert 1 <= len(deletes) <= 8
+    assert _check_all_snapshots(path) == 21
