@@ -41,6 +41,32 @@ pub fn parse_schema(json: &str) -> Result<Schema> {
     Schema::parse_str(json).map_err(|e| Error::Internal(format!("Avro schema {json}: {e}")))
 }
 
+/// Most parsed schemas [`cached_schema`] keeps (it starts over past it).
+const SCHEMA_CACHE_ENTRIES: usize = 64;
+
+/// `parse_schema`, remembered: every conversion writes manifests and a
+/// manifest list of the same few schemas, and parsing one costs more than
+/// writing a small manifest.
+fn cached_schema(json: &str) -> Result<std::sync::Arc<Schema>> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Schema>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let lock = || match cache.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(s) = lock().get(json) {
+        return Ok(Arc::clone(s));
+    }
+    let schema = Arc::new(parse_schema(json)?);
+    let mut map = lock();
+    if map.len() >= SCHEMA_CACHE_ENTRIES {
+        map.clear();
+    }
+    map.insert(json.to_string(), Arc::clone(&schema));
+    Ok(schema)
+}
+
 /// An Avro container file of `records` written with the schema `schema_json`
 /// (kept verbatim in the header) and the file metadata `metadata`
 /// (Iceberg's `schema`, `partition-spec`, `format-version`, …). Blocks are
@@ -51,7 +77,7 @@ pub fn write_file(
     records: Vec<Value>,
     file: &str,
 ) -> Result<Vec<u8>> {
-    let schema = parse_schema(schema_json)?;
+    let schema = cached_schema(schema_json)?;
     let codec = apache_avro::Codec::Deflate(apache_avro::DeflateSettings::default());
     let marker: [u8; 16] = *uuid::Uuid::new_v4().as_bytes();
     let mut header: Vec<(String, Value)> = vec![

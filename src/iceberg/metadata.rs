@@ -514,7 +514,7 @@ impl TableMetadata {
 
     /// The JSON text.
     pub fn to_json(&self) -> Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self).map_err(|e| Error::Json {
+        serde_json::to_vec(self).map_err(|e| Error::Json {
             context: "Iceberg table metadata".to_string(),
             source: e,
         })

@@ -8,7 +8,8 @@
 //! first found: the value given to [`set_num_threads`], the environment
 //! variable [`NUM_THREADS_ENV`] (`DELTADV_NUM_THREADS`, a positive integer),
 //! else the CPUs this process may use (`std::thread::available_parallelism`,
-//! which respects CPU affinity and cgroup quotas), never clamped.
+//! which respects CPU affinity and cgroup quotas; counted once per process),
+//! never clamped.
 //!
 //! The runtime is sized once, when first used (and again after a fork).
 //! Setting fewer threads afterwards takes effect at once for the work started
@@ -47,12 +48,16 @@ fn lock_runtime() -> std::sync::MutexGuard<'static, Slot> {
 /// process may use. At least 1.
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => threads_from(
-            std::env::var(NUM_THREADS_ENV).ok().as_deref(),
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
-        ),
+        0 => threads_from(std::env::var(NUM_THREADS_ENV).ok().as_deref(), cpus()),
         n => n,
     }
+}
+
+/// The CPUs this process may use, counted once: `available_parallelism`
+/// reads the cgroup quota files at every call, and work asks often.
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The environment variable's value if it is a positive integer, else `cpus`.

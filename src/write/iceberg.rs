@@ -108,6 +108,8 @@ pub struct DeltaState<'a> {
     pub files: Vec<LiveFile>,
     /// `rowIdHighWaterMark` of the row tracking domain.
     pub row_id_high_water_mark: Option<i64>,
+    /// The actions of commit `version`, when known (not read again).
+    pub commit: Option<Vec<Action>>,
 }
 
 impl<'a> DeltaState<'a> {
@@ -121,6 +123,7 @@ impl<'a> DeltaState<'a> {
             schema: snapshot.schema().clone(),
             files: snapshot.files()?,
             row_id_high_water_mark: high_water_mark(snapshot.domain_metadata()),
+            commit: None,
         })
     }
 
@@ -161,6 +164,7 @@ impl<'a> DeltaState<'a> {
         removed.extend(added.iter().map(|f| f.path.clone()));
         state.files.retain(|f| !removed.contains(&f.path));
         state.files.extend(added);
+        state.commit = Some(actions.to_vec());
         Ok(state)
     }
 }
@@ -326,20 +330,24 @@ struct RangeChanges {
 }
 
 /// What the Delta commits `from + 1 ..= to` changed, given the locations
-/// live at `to`; `None` when a commit is gone (log cleanup) or there are too
-/// many to read.
+/// live at `to` (and commit `to`'s actions when known); `None` when a commit
+/// is gone (log cleanup) or there are too many to read.
 async fn range_changes(
     store: &TableStore,
     shape: &TableShape,
     from: u64,
     to: u64,
     live: &HashSet<String>,
+    last: Option<&[Action]>,
 ) -> Result<Option<RangeChanges>> {
     if to <= from || to - from > MAX_COMMITS_TO_READ {
         return Ok(None);
     }
     let commits: Vec<Option<Vec<Action>>> =
         futures::stream::iter((from + 1..=to).map(|v| async move {
+            if let (true, Some(actions)) = (v == to, last) {
+                return Ok(Some(actions.to_vec()));
+            }
             match super::commit::read_commit(store, v).await {
                 Ok(actions) => Ok(Some(actions)),
                 Err(Error::NotFound { .. }) => Ok(None),
@@ -464,7 +472,7 @@ pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
     let changes = match previous_delta_version {
         Some(pv) if pv < version => {
             let set: HashSet<String> = locations.iter().cloned().collect();
-            range_changes(store, &shape, pv, version, &set)
+            range_changes(store, &shape, pv, version, &set, state.commit.as_deref())
                 .await?
                 .map(|c| (c, set))
         }
