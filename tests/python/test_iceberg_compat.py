@@ -428,16 +428,18 @@ def test_copy_on_write_on_an_iceberg_compat_v3_table(delta_spark: Any, tmp_path:
 def test_delta_spark_reads_a_table_with_its_iceberg_mirror(
     delta_spark: Any, tmp_path: Path
 ) -> None:
-    """``sync_iceberg()`` writes only under ``metadata/``: Delta Spark reads the V3
-    table with DVs as before the mirror, at every version, and writes on top; the
-    mirror then follows its commit."""
+    """The Iceberg mirror of a UniForm table (written by each deltadv commit) is only
+    under ``metadata/``: Delta Spark reads the V3 table with DVs as before the
+    mirror, at every version, and writes on top; the mirror then follows its commit."""
     spark = delta_spark
     path = str(tmp_path / "v3-mirror")
     rows = [(i, f"s{i}", "ab"[i % 2]) for i in range(20)]
-    write_table(path, _pdata(rows), partition_by=["p"], configuration=V3)
+    uniform = {**V3, "delta.universalFormat.enabledFormats": "iceberg"}
+    write_table(path, _pdata(rows), partition_by=["p"], configuration=uniform)
     table = deltadv.DeltaTable(path)
-    table.delete("id IN (0, 3, 6, 9, 12, 15, 18)")
-    assert deltadv.DeltaTable(path).sync_iceberg()["delta_version"] == 1
+    assert table.delete("id IN (0, 3, 6, 9, 12, 15, 18)")["iceberg_error"] is None
+    report = deltadv.DeltaTable(path).sync_iceberg()
+    assert (report["delta_version"], report["snapshot_id"]) == (1, None)  # mirrored already
     assert (Path(path) / "metadata" / "version-hint.text").exists()
     want = sorted(r for r in rows if r[0] % 3 != 0)
     got = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
