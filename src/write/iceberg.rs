@@ -192,32 +192,44 @@ async fn get_optional(store: &TableStore, rel: &str) -> Result<Option<Bytes>> {
     }
 }
 
-/// N of the latest `metadata/vN.metadata.json` (0: none): from the hint,
-/// then probing forward (the hint is written after the metadata file).
-pub async fn latest_metadata_version(store: &TableStore) -> Result<u64> {
+fn metadata_rel(n: u64) -> String {
+    format!("{METADATA_DIR}/{}", metadata_file_name(n))
+}
+
+/// N of the latest `metadata/vN.metadata.json` (0: none) and that file,
+/// parsed: from the hint, then probing forward (the hint is written after
+/// the metadata file); the file named by the hint is fetched while the next
+/// one is probed.
+pub async fn latest_metadata(store: &TableStore) -> Result<Option<(u64, TableMetadata)>> {
     let hint_rel = format!("{METADATA_DIR}/{VERSION_HINT}");
-    let mut n = match get_optional(store, &hint_rel).await? {
+    let hinted = match get_optional(store, &hint_rel).await? {
         Some(b) => String::from_utf8_lossy(&b)
             .trim()
             .parse::<u64>()
             .unwrap_or(0),
         None => 0,
     };
-    // A hint naming a missing file (deleted, or bad): go back to the start.
-    if n > 0
-        && !store
-            .exists(&store.path(&format!("{METADATA_DIR}/{}", metadata_file_name(n))))
-            .await?
-    {
-        n = 0;
+    let mut n = 0;
+    if hinted > 0 {
+        let (file_rel, next_path) = (metadata_rel(hinted), store.path(&metadata_rel(hinted + 1)));
+        let (file, next) = futures::join!(get_optional(store, &file_rel), store.exists(&next_path));
+        match (file?, next?) {
+            (Some(bytes), false) => {
+                let metadata = TableMetadata::parse(&bytes, &file_rel)?;
+                return Ok(Some((hinted, metadata)));
+            }
+            (Some(_), true) => n = hinted + 1,
+            // A hint naming a missing file (deleted, or bad): from the start.
+            (None, _) => {}
+        }
     }
-    while store
-        .exists(&store.path(&format!("{METADATA_DIR}/{}", metadata_file_name(n + 1))))
-        .await?
-    {
+    while store.exists(&store.path(&metadata_rel(n + 1))).await? {
         n += 1;
     }
-    Ok(n)
+    if n == 0 {
+        return Ok(None);
+    }
+    Ok(Some((n, read_prev_metadata(store, n).await?)))
 }
 
 /// Which manifests' entries are read (see [`PrevState`]).
@@ -272,7 +284,7 @@ async fn read_manifests(
 
 /// The latest converted metadata, `vN.metadata.json`.
 async fn read_prev_metadata(store: &TableStore, n: u64) -> Result<TableMetadata> {
-    let rel = format!("{METADATA_DIR}/{}", metadata_file_name(n));
+    let rel = metadata_rel(n);
     let bytes = store.get(&store.path(&rel)).await?;
     TableMetadata::parse(&bytes, &rel)
 }
@@ -446,11 +458,9 @@ pub async fn sync_iceberg(snapshot: &Snapshot) -> Result<SyncReport> {
 pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
     let store = state.store;
     let shape = shape_of(store, &state.schema, &state.metadata)?;
-    let n = latest_metadata_version(store).await?;
-    let prev_metadata = if n > 0 {
-        Some(read_prev_metadata(store, n).await?)
-    } else {
-        None
+    let (n, prev_metadata) = match latest_metadata(store).await? {
+        Some((n, m)) => (n, Some(m)),
+        None => (0, None),
     };
     let version = state.version;
     let previous_delta_version = prev_metadata
@@ -612,12 +622,10 @@ pub async fn vacuum_iceberg(
     dry_run: bool,
 ) -> Result<Option<IcebergVacuum>> {
     let store = snapshot.store();
-    let n = latest_metadata_version(store).await?;
-    if n == 0 {
+    let Some((n, metadata)) = latest_metadata(store).await? else {
         return Ok(None);
-    }
+    };
     let shape = table_shape(snapshot)?;
-    let metadata = read_prev_metadata(store, n).await?;
     let mut current_n = n;
     let mut result = IcebergVacuum::default();
     let location = shape.metadata_location(&metadata_file_name(n));
