@@ -518,10 +518,29 @@ pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
             .is_none_or(|(c, locations)| !c.previously_live.iter().all(|p| locations.contains(p))),
         deletes: changes.as_ref().is_none_or(|(c, _)| c.removed_dvs),
     };
-    let prev = match prev_metadata {
-        Some(m) => Some(read_prev(store, &shape, n, m, read).await?),
-        None => None,
+    // The DVs of touched files (those the new snapshot surely writes) are
+    // fetched while the previous snapshot's manifests are read.
+    let touched_dvs: Vec<usize> = match &changes {
+        Some((c, _)) => files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.dv_cardinality.is_some() && c.touched.contains(&f.data_file.file_path)
+            })
+            .map(|(i, _)| i)
+            .collect(),
+        None => Vec::new(),
     };
+    let (prev, prefetched) = futures::join!(
+        async {
+            match prev_metadata {
+                Some(m) => read_prev(store, &shape, n, m, read).await.map(Some),
+                None => Ok(None),
+            }
+        },
+        load_dvs(store, live, &touched_dvs)
+    );
+    let (prev, mut dvs) = (prev?, prefetched?);
     let (touched, previously_live) = match changes {
         Some((c, _)) => (Some(c.touched), Some(c.previously_live)),
         None => (None, None),
@@ -535,7 +554,13 @@ pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
         row_id_high_water_mark: state.row_id_high_water_mark,
     };
     let plan = convert::plan(prev.as_ref(), &input);
-    let dvs = load_dvs(store, live, &plan.dv_blobs).await?;
+    let missing: Vec<usize> = plan
+        .dv_blobs
+        .iter()
+        .copied()
+        .filter(|i| !dvs.contains_key(i))
+        .collect();
+    dvs.extend(load_dvs(store, live, &missing).await?);
     let token = uuid::Uuid::new_v4();
     let ids = Ids {
         snapshot_id: (token.as_u128() as i64) & i64::MAX,
