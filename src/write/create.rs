@@ -184,49 +184,12 @@ pub async fn create_table(
 
 /// Turn deletion vectors on: the protocol gains the deletionVectors feature
 /// (reader 3 / writer 7, keeping what the old versions implied) and
-/// `delta.enableDeletionVectors` becomes `true`, in one commit. Returns the
-/// new version, or the current one when DVs are already on.
+/// `delta.enableDeletionVectors` becomes `true`, in one `SET TBLPROPERTIES`
+/// commit ([`super::properties::set_table_properties`]). Returns the new
+/// version, or the current one when DVs are already on.
 pub async fn enable_deletion_vectors(snapshot: &Snapshot) -> Result<u64> {
-    let protocol = snapshot.protocol();
-    let metadata = snapshot.metadata();
-    let upgraded = features::with_deletion_vectors(protocol);
-    let property_on = features::property_is_true(metadata, ENABLE_DELETION_VECTORS);
-    if upgraded.is_none() && property_on {
-        return Ok(snapshot.version());
-    }
-    if let Some(v) = features::iceberg::forbids_deletion_vectors(protocol, metadata) {
-        // Delta Spark: DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED
-        return Err(Error::Unsupported(format!(
-            "deletion vectors cannot be enabled: the table has icebergCompatV{v} active \
-             (delta.enableIcebergCompatV{v}=true), which requires them disabled"
-        )));
-    }
-    let mut new_metadata = metadata.clone();
-    new_metadata.configuration.insert(
-        ENABLE_DELETION_VECTORS.to_string(),
-        Some("true".to_string()),
-    );
-    let mut parameters = Map::new();
-    parameters.insert(
-        "properties".into(),
-        json!(json!({ENABLE_DELETION_VECTORS: "true"}).to_string()),
-    );
-    let mut txn = Transaction::new(snapshot, "SET TBLPROPERTIES")?
-        .with_parameters(parameters)
-        .with_metadata(new_metadata)
-        // Like any metadata change, enabling conflicts with a concurrent
-        // commit: the caller reloads and enables again.
-        .with_max_attempts(1);
-    if let Some(p) = upgraded {
-        txn = txn.with_protocol(p);
-    }
-    let outcome = txn
-        .commit(&mut FixedActions {
-            actions: Vec::new(),
-            metrics: Map::new(),
-        })
-        .await?;
-    outcome
-        .version
-        .ok_or_else(|| Error::Internal("enabling deletion vectors committed nothing".into()))
+    let properties =
+        std::collections::BTreeMap::from([(ENABLE_DELETION_VECTORS.to_string(), "true".into())]);
+    let outcome = super::properties::set_table_properties(snapshot, &properties).await?;
+    Ok(outcome.version.unwrap_or(snapshot.version()))
 }

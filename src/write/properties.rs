@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::log::features;
 use crate::log::features::iceberg::{check_universal_format, iceberg_mirror, IcebergMirror};
 use crate::log::features::properties::{
-    TableProperties, CHECKPOINT_INTERVAL, DELTA_PREFIX, EXISTING_TABLE_PROPERTIES,
+    TableProperties, CHECKPOINT_INTERVAL, CREATION_ONLY_PROPERTIES, DELTA_PREFIX,
     UNIVERSAL_FORMAT_ENABLED_FORMATS, USER_TABLE_PROPERTIES,
 };
 use crate::table::snapshot::Snapshot;
@@ -42,7 +42,7 @@ fn canonical_key(key: &str) -> Result<String> {
         .iter()
         .find(|k| k.eq_ignore_ascii_case(key))
         .ok_or_else(|| Error::InvalidArgument(format!("{key:?} is not a Delta table property")))?;
-    if !EXISTING_TABLE_PROPERTIES.contains(known) {
+    if CREATION_ONLY_PROPERTIES.contains(known) {
         return Err(Error::Unsupported(format!(
             "deltadv sets {known} only when it creates a table: on an existing table it needs \
              a protocol upgrade (and some a backfill or a rewrite); use Delta Spark's \
@@ -101,22 +101,26 @@ pub async fn set_table_properties(
             .configuration
             .insert(k.clone(), Some(v.clone()));
     }
-    if new_metadata.configuration == metadata.configuration {
-        return Ok(CommitOutcome::default());
-    }
     check_values(&new_metadata.configuration)?;
+    // Deletion vectors on: the protocol gains the feature (reader 3 / writer
+    // 7, keeping what the old versions implied) if it lacks it.
     let mut protocol = None;
-    if TableProperties::of(&new_metadata).enable_deletion_vectors()
-        && !TableProperties::of(metadata).enable_deletion_vectors()
-    {
-        if let Some(v) = features::iceberg::forbids_deletion_vectors(snapshot.protocol(), metadata)
-        {
-            return Err(Error::Unsupported(format!(
-                "deletion vectors cannot be enabled: the table has icebergCompatV{v} active \
-                 (delta.enableIcebergCompatV{v}=true), which requires them disabled"
-            )));
-        }
+    if TableProperties::of(&new_metadata).enable_deletion_vectors() {
         protocol = features::with_deletion_vectors(snapshot.protocol());
+        if protocol.is_some() || !TableProperties::of(metadata).enable_deletion_vectors() {
+            if let Some(v) =
+                features::iceberg::forbids_deletion_vectors(snapshot.protocol(), metadata)
+            {
+                // Delta Spark: DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED
+                return Err(Error::Unsupported(format!(
+                    "deletion vectors cannot be enabled: the table has icebergCompatV{v} \
+                     active (delta.enableIcebergCompatV{v}=true), which requires them disabled"
+                )));
+            }
+        }
+    }
+    if new_metadata.configuration == metadata.configuration && protocol.is_none() {
+        return Ok(CommitOutcome::default());
     }
     if set.contains_key(UNIVERSAL_FORMAT_ENABLED_FORMATS) {
         check_universal_format(&new_metadata.configuration)?;

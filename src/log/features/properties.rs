@@ -87,29 +87,26 @@ pub const USER_TABLE_PROPERTIES: &[&str] = &[
 /// The prefix of Delta's own table properties.
 pub const DELTA_PREFIX: &str = "delta.";
 
-/// The properties of [`USER_TABLE_PROPERTIES`] deltadv sets on an existing
-/// table (`crate::write::properties`): they change nothing in the protocol
-/// and ask nothing of the files already written, but turning deletion
-/// vectors on (which adds the feature) and UniForm (checked there).
-pub const EXISTING_TABLE_PROPERTIES: &[&str] = &[
-    "delta.autoOptimize.autoCompact",
-    "delta.autoOptimize.optimizeWrite",
-    "delta.checkpoint.writeStatsAsJson",
-    "delta.checkpoint.writeStatsAsStruct",
-    CHECKPOINT_INTERVAL,
-    DATA_SKIPPING_NUM_INDEXED_COLS,
-    DATA_SKIPPING_STATS_COLUMNS,
-    DELETED_FILE_RETENTION_DURATION,
-    ENABLE_DELETION_VECTORS,
-    "delta.enableExpiredLogCleanup",
-    ISOLATION_LEVEL,
-    "delta.logRetentionDuration",
-    "delta.randomizeFilePrefixes",
-    "delta.randomPrefixLength",
-    "delta.setTransactionRetentionDuration",
-    TARGET_FILE_SIZE,
-    "delta.tuneFileSizesForRewrites",
-    UNIVERSAL_FORMAT_ENABLED_FORMATS,
+/// The properties of [`USER_TABLE_PROPERTIES`] deltadv sets only when it
+/// creates a table (`crate::write::properties` refuses them on an existing
+/// one): they change the protocol, and some need a backfill or a rewrite.
+/// The others change nothing in the protocol and ask nothing of the files
+/// already written, but turning deletion vectors on (which adds the
+/// feature) and UniForm (checked there).
+pub const CREATION_ONLY_PROPERTIES: &[&str] = &[
+    APPEND_ONLY,
+    "delta.checkpointPolicy",
+    COLUMN_MAPPING_MODE,
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    ENABLE_CHANGE_DATA_FEED,
+    ENABLE_ICEBERG_COMPAT_V1,
+    ENABLE_ICEBERG_COMPAT_V2,
+    ENABLE_ICEBERG_COMPAT_V3,
+    ENABLE_IN_COMMIT_TIMESTAMPS,
+    ENABLE_ROW_TRACKING,
+    "delta.enableTypeWidening",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
 ];
 
 /// The table accepts appends only: DELETE, UPDATE and MERGE are refused.
