@@ -467,9 +467,10 @@ pub async fn sync_state(state: &DeltaState<'_>) -> Result<SyncReport> {
         .as_ref()
         .and_then(TableMetadata::delta_version)
         .and_then(|v| u64::try_from(v).ok());
-    if previous_delta_version == Some(version) {
+    // Mirrored already, or past it (a later commit's mirror ran first).
+    if let Some(pv) = previous_delta_version.filter(|pv| *pv >= version) {
         return Ok(SyncReport {
-            delta_version: version,
+            delta_version: pv,
             previous_delta_version,
             snapshot_id: None,
             metadata_version: n,

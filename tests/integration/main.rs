@@ -16,6 +16,7 @@ mod golden_dvs;
 mod golden_scan;
 mod golden_schema;
 mod golden_snapshots;
+mod iceberg;
 mod layering;
 mod maintenance;
 mod merge;
