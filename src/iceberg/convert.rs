@@ -321,6 +321,10 @@ pub struct PrevState {
     pub delete_entries_loaded: bool,
 }
 
+/// Most previous metadata files the metadata log lists (Iceberg's default
+/// `write.metadata.previous-versions-max`).
+pub const MAX_PREVIOUS_METADATA_FILES: usize = 100;
+
 /// Most delete manifests a snapshot lists: past it, they are merged into one.
 pub const MAX_DELETE_MANIFESTS: usize = 8;
 
@@ -995,6 +999,12 @@ pub fn build(
             metadata_file: shape.metadata_location(&metadata_file_name(p.metadata_version)),
         });
     }
+    // As Iceberg's `write.metadata.previous-versions-max` (default 100): the
+    // files dropped from the log are VACUUM's once past the retention.
+    let excess = metadata_log
+        .len()
+        .saturating_sub(MAX_PREVIOUS_METADATA_FILES);
+    metadata_log.drain(..excess);
     let mut properties = prev_meta.map(|m| m.properties.clone()).unwrap_or_default();
     properties.insert(DELTA_VERSION.into(), input.version.to_string());
     properties.insert(DELTA_TIMESTAMP.into(), input.timestamp_ms.to_string());
@@ -1364,6 +1374,28 @@ mod tests {
             assert_eq!(live, i + 1);
             state = next;
         }
+    }
+
+    #[test]
+    fn metadata_log_keeps_the_last_files() {
+        let files = [("a", None)];
+        let (mut state, _) = step(None, &input(0, &files, None), 1);
+        let steps = MAX_PREVIOUS_METADATA_FILES + 3;
+        for v in 1..=steps {
+            let (next, _) = step(
+                Some(&state),
+                &input(v as u64, &files, Some(&[])),
+                v as i64 + 1,
+            );
+            state = next;
+        }
+        let log = &state.metadata.metadata_log;
+        assert_eq!(log.len(), MAX_PREVIOUS_METADATA_FILES);
+        let last = log.last().unwrap();
+        assert!(last
+            .metadata_file
+            .ends_with(&metadata_file_name(steps as u64)));
+        assert_eq!(state.metadata.snapshots.len(), steps + 1);
     }
 
     #[test]
