@@ -122,7 +122,9 @@ impl<'a> DeltaState<'a> {
             metadata: snapshot.metadata().clone(),
             schema: snapshot.schema().clone(),
             files: snapshot.files()?,
-            row_id_high_water_mark: high_water_mark(snapshot.domain_metadata()),
+            row_id_high_water_mark: domain_high_water_mark(
+                snapshot.domain_metadata().get(ROW_TRACKING_DOMAIN),
+            )?,
             commit: None,
         })
     }
@@ -150,7 +152,7 @@ impl<'a> DeltaState<'a> {
                     state.metadata = m.clone();
                 }
                 Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {
-                    state.row_id_high_water_mark = domain_high_water_mark(d);
+                    state.row_id_high_water_mark = domain_high_water_mark(Some(d))?;
                 }
                 Action::CommitInfo(info) => {
                     let at = |k: &str| info.get(k).and_then(serde_json::Value::as_i64);
@@ -401,14 +403,11 @@ async fn range_changes(
     }))
 }
 
-/// `rowIdHighWaterMark` of the row tracking domain, if any.
-fn high_water_mark(domains: &HashMap<String, DomainMetadata>) -> Option<i64> {
-    domain_high_water_mark(domains.get(ROW_TRACKING_DOMAIN)?)
-}
-
-fn domain_high_water_mark(d: &DomainMetadata) -> Option<i64> {
-    let v: serde_json::Value = serde_json::from_str(&d.configuration).ok()?;
-    v.get("rowIdHighWaterMark")?.as_i64()
+/// `rowIdHighWaterMark` of a row tracking domain (None: no row id yet), as
+/// the transaction reads it.
+fn domain_high_water_mark(d: Option<&DomainMetadata>) -> Result<Option<i64>> {
+    let mark = super::transaction::high_water_mark(d)?;
+    Ok((mark >= 0).then_some(mark))
 }
 
 /// The DV bytes (portable layout) of the files `indexes` of `files`.

@@ -215,7 +215,7 @@ pub struct Transaction<'a> {
     app_transaction: Option<AppTransaction>,
 }
 
-fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
+pub(crate) fn high_water_mark(domain: Option<&DomainMetadata>) -> Result<i64> {
     let Some(d) = domain.filter(|d| !d.removed) else {
         return Ok(-1);
     };
