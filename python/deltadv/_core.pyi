@@ -339,6 +339,8 @@ class RawDeltaTable:
         limit: int | None = None,
         offset: int = 0,
         batch_size: int | None = None,
+        string_view: bool = False,
+        read_ahead_bytes: int | None = None,
     ) -> BatchReader: ...
     def delete_rows(
         self,

@@ -470,6 +470,8 @@ class DeltaTable:
         limit: int | None = None,
         offset: int = 0,
         batch_size: int | None = None,
+        string_view: bool = False,
+        read_ahead_bytes: int | None = None,
     ) -> pa.RecordBatchReader:
         """Every live row (DVs applied) of the loaded version, as Arrow batches.
 
@@ -515,6 +517,17 @@ class DeltaTable:
         batch of a row group, or one the DV or ``filter`` thins, has fewer): larger
         batches cost less to decode and hand over, at the price of memory (each
         piece read ahead holds at least one batch).
+
+        With ``string_view``, string and binary columns (and fields, at any
+        depth) come as ``string_view`` / ``binary_view`` instead of ``string`` /
+        ``binary``: the same values, decoded without gathering their bytes into
+        one buffer, and taken without a copy by readers that keep strings as
+        views (polars; :mod:`deltadv.polars` asks for them).
+
+        ``read_ahead_bytes`` is the decoded bytes each piece of a file (a run of
+        row groups) may hold ahead of the reader (default 4 MiB): a larger budget
+        lets large row groups decode in parallel ahead of a reader that keeps
+        up, at the price of up to that much memory per thread.
         """
         check_str_list("columns", columns)
         check_args(
@@ -522,11 +535,15 @@ class DeltaTable:
                 "with_row_tracking": (with_row_tracking, bool, False),
                 "ordered": (ordered, bool, False),
                 "batch_size": (batch_size, int, True),
+                "string_view": (string_view, bool, False),
+                "read_ahead_bytes": (read_ahead_bytes, int, True),
             },
             where="scan",
         )
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"scan: batch_size must be >= 1, not {batch_size}")
+        if read_ahead_bytes is not None and read_ahead_bytes < 1:
+            raise ValueError(f"scan: read_ahead_bytes must be >= 1, not {read_ahead_bytes}")
         limit, offset = _rows_args(limit, offset, "scan")
         sql, tree = _filter_args(filter)
         return _reader(
@@ -541,6 +558,8 @@ class DeltaTable:
                 limit=limit,
                 offset=offset,
                 batch_size=batch_size,
+                string_view=string_view,
+                read_ahead_bytes=read_ahead_bytes,
             )
         )
 
@@ -552,15 +571,19 @@ class DeltaTable:
         with_row_tracking: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        string_view: bool = False,
     ) -> pa.Table:
         """The table's rows (DVs applied) as a pyarrow Table (``filter``,
-        ``with_row_tracking``, ``limit``, ``offset``: see :meth:`scan`), as
+        ``with_row_tracking``, ``limit``, ``offset``, ``string_view``: see :meth:`scan`), as
         deltalake's ``to_pyarrow_table``. Every batch is kept, so the row groups
         decode whole ahead of the assembly (not within :meth:`scan`'s small
         read-ahead budget)."""
         check_str_list("columns", columns)
         check_args(
-            {"with_row_tracking": (with_row_tracking, bool, False)},
+            {
+                "with_row_tracking": (with_row_tracking, bool, False),
+                "string_view": (string_view, bool, False),
+            },
             where="to_pyarrow_table",
         )
         limit, offset = _rows_args(limit, offset, "to_pyarrow_table")
@@ -576,6 +599,7 @@ class DeltaTable:
             True,
             limit=limit,
             offset=offset,
+            string_view=string_view,
         )
         return _reader(raw).read_all()
 

@@ -779,7 +779,14 @@ impl Typed {
                 let c = columns
                     .get(*col)
                     .ok_or_else(|| Error::Internal("expression column out of range".into()))?;
-                super::eval::column_array(batch, c)?
+                let a = super::eval::column_array(batch, c)?;
+                if a.data_type() == &self.data_type {
+                    a
+                } else {
+                    // a column read in another layout of its type (strings
+                    // as views): the expression is typed for the table's
+                    arrow_cast::cast(&a, &self.data_type).map_err(arrow_error)?
+                }
             }
             Kind::Literal(a) => repeat(a, rows)?,
             Kind::Cast(inner) => {

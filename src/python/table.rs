@@ -388,7 +388,11 @@ impl RawDeltaTable {
     /// wholly before the offset or past the limit are not read at all.
     /// `batch_size`: rows per decoded batch (default [`crate::scan::BATCH_ROWS`];
     /// [`crate::scan::MATERIALIZE_BATCH_ROWS`] when materializing every row).
-    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false, limit=None, offset=0, batch_size=None))]
+    /// `string_view`: strings and binaries as views ([`crate::scan::ScanSpec::string_view`]).
+    /// `read_ahead_bytes`: decoded bytes each piece may hold ahead of the
+    /// reader (default [`crate::scan::READ_AHEAD_BYTES`], or
+    /// [`crate::scan::MATERIALIZE_READ_AHEAD_BYTES`] when materializing).
+    #[pyo3(signature = (columns=None, filter=None, with_metadata=false, filter_json=None, prefetch_files=crate::scan::DEFAULT_PREFETCH_FILES, row_tracking=false, ordered=true, materialize=false, limit=None, offset=0, batch_size=None, string_view=false, read_ahead_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -404,6 +408,8 @@ impl RawDeltaTable {
         limit: Option<u64>,
         offset: u64,
         batch_size: Option<usize>,
+        string_view: bool,
+        read_ahead_bytes: Option<usize>,
     ) -> PyResult<BatchReader> {
         let filter = super::options::filter_of(filter, filter_json).map_err(to_py)?;
         if batch_size == Some(0) {
@@ -415,6 +421,7 @@ impl RawDeltaTable {
             .detach(|| -> crate::Result<_> {
                 let mut spec = crate::scan::ScanSpec::for_snapshot(&self.snapshot, columns);
                 spec.with_metadata_columns = with_metadata;
+                spec.string_view = string_view;
                 if row_tracking {
                     spec.row_tracking = Some(crate::scan::RowTrackingColumns::of(&self.snapshot)?);
                 }
@@ -432,11 +439,11 @@ impl RawDeltaTable {
                 let read = crate::scan::ReadOptions {
                     prefetch_files,
                     ordered,
-                    read_ahead_bytes: if materialize {
+                    read_ahead_bytes: read_ahead_bytes.unwrap_or(if materialize {
                         crate::scan::MATERIALIZE_READ_AHEAD_BYTES
                     } else {
                         crate::scan::READ_AHEAD_BYTES
-                    },
+                    }),
                     offset,
                     limit,
                     // a few rows asked for: no larger batches than a scan's

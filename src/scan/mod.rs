@@ -145,6 +145,12 @@ pub struct ScanSpec {
     /// has one, else the file's `baseRowId` + the row's physical index and
     /// its `defaultRowCommitVersion`, as Delta Spark's `_metadata` shows them.
     pub row_tracking: Option<RowTrackingColumns>,
+    /// Return the table's string and binary values (top-level or nested) as
+    /// `Utf8View` / `BinaryView` rather than `Utf8` / `Binary`: decoded from
+    /// the file without gathering the bytes of each value into one buffer,
+    /// and taken without a copy by readers that keep strings as views
+    /// (polars). The metadata columns keep their types.
+    pub string_view: bool,
 }
 
 impl ScanSpec {
@@ -158,6 +164,7 @@ impl ScanSpec {
             filter: None,
             filter_rows: false,
             row_tracking: None,
+            string_view: false,
         }
     }
 
@@ -173,6 +180,17 @@ impl ScanSpec {
     /// none are named), then the metadata columns if asked for.
     pub fn output_schema(&self) -> Result<SchemaRef> {
         let logical = self.schema.to_arrow(ColumnMappingMode::None, false)?;
+        let logical = if self.string_view {
+            Schema::new(
+                logical
+                    .fields()
+                    .iter()
+                    .map(|f| as_views(f))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            logical
+        };
         let mut fields: Vec<Field> = match &self.columns {
             None => logical
                 .fields()
@@ -197,6 +215,26 @@ impl ScanSpec {
             fields.push(Field::new(ROW_COMMIT_VERSION_COLUMN, DataType::Int64, true));
         }
         Ok(Arc::new(Schema::new(fields)))
+    }
+}
+
+/// `field` with its strings and binaries, at any depth, as views
+/// ([`ScanSpec::string_view`]).
+fn as_views(field: &Field) -> Field {
+    field.clone().with_data_type(view_type(field.data_type()))
+}
+
+fn view_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+        DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+        DataType::Struct(fields) => {
+            DataType::Struct(fields.iter().map(|f| Arc::new(as_views(f))).collect())
+        }
+        DataType::List(item) => DataType::List(Arc::new(as_views(item))),
+        DataType::LargeList(item) => DataType::LargeList(Arc::new(as_views(item))),
+        DataType::Map(entries, sorted) => DataType::Map(Arc::new(as_views(entries)), *sorted),
+        other => other.clone(),
     }
 }
 
@@ -961,8 +999,11 @@ async fn open_file_with(
     // Rows the keep-mask drops are decoded, then filtered out of every column:
     // strings read as dictionary keys or views make that filter move 4- or
     // 16-byte items instead of the string bytes, which the cast to the
-    // table's type then copies once.
-    let meta = if plan.masked > 0 {
+    // table's type then copies once. Strings returned as views are decoded
+    // as views (the reader makes a dictionary page's views once).
+    let meta = if spec.string_view {
+        retyped(meta, |f| view_type(f.data_type())).map_err(|e| parquet_error(&file.path, e))?
+    } else if plan.masked > 0 {
         strings_for_masking(meta).map_err(|e| parquet_error(&file.path, e))?
     } else {
         meta
@@ -1096,7 +1137,14 @@ impl BatchShape {
                     let key = delta.physical_name(spec.column_mapping)?;
                     let raw = file.partition_values.get(key).cloned().flatten();
                     let values = vec![raw.as_deref(); n];
-                    schema::partition_array(name, &delta.data_type, &values)?
+                    let array = schema::partition_array(name, &delta.data_type, &values)?;
+                    if array.data_type() == field.data_type() {
+                        array
+                    } else {
+                        // strings as views (ScanSpec::string_view)
+                        arrow_cast::cast(&array, field.data_type())
+                            .map_err(|e| parquet_error(&file.path, e))?
+                    }
                 }
                 Source::RowIndex => Arc::new(row_indexes(&runs, keep.as_ref())),
                 Source::RowId(materialized) => {
@@ -1670,6 +1718,7 @@ mod tests {
             filter: None,
             filter_rows: false,
             row_tracking: None,
+            string_view: false,
         }
     }
 

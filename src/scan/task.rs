@@ -206,6 +206,7 @@ impl ScanTask {
             filter,
             filter_rows: self.filter_rows,
             row_tracking: self.row_tracking.clone(),
+            string_view: false,
         })
     }
 

@@ -280,6 +280,7 @@ async fn read_materialized(
         filter: None,
         filter_rows: false,
         row_tracking: None,
+        string_view: false,
     };
     let file = scan::ScanFile {
         path: key.to_string(),
@@ -576,6 +577,7 @@ impl ChangeWriter {
             filter: None,
             filter_rows: false,
             row_tracking: None,
+            string_view: false,
         };
         let table_columns: Vec<usize> = (0..cd.layout.schema.fields.len()).collect();
         for (key, rows) in &self.rows {

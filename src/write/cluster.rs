@@ -362,6 +362,7 @@ pub async fn rewrite(
         filter: None,
         filter_rows: false,
         row_tracking: None,
+        string_view: false,
     });
     let budget = usize::try_from(run.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET))
         .unwrap_or(usize::MAX)

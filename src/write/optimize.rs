@@ -439,6 +439,7 @@ impl CompactTask {
             filter: None,
             filter_rows: false,
             row_tracking: None,
+            string_view: false,
         };
         let options = WriterOptions {
             target_file_size: usize::try_from(self.target_size).unwrap_or(usize::MAX),

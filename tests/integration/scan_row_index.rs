@@ -90,6 +90,7 @@ fn spec() -> ScanSpec {
         filter_rows: false,
         // no materialized columns in the file: ids from baseRowId + index
         row_tracking: Some(Default::default()),
+        string_view: false,
     }
 }
 

@@ -426,3 +426,98 @@ def test_num_threads_must_be_positive(bad: int) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         deltadv.set_num_threads(bad)
     assert deltadv.num_threads() == before
+
+
+def _as_views(t: pa.DataType) -> pa.DataType:
+    """``t`` with its strings and binaries, at any depth, as views."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.string_view()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.binary_view()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_as_views(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_as_views(t.key_type), _as_views(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_as_views(t.value_type)))
+    return t
+
+
+@pytest.mark.parametrize("column_mapping", ["none", "name"])
+def test_strings_as_views(tmp_path: Path, column_mapping: str) -> None:
+    """``string_view=True`` returns every string and binary (partition values,
+    struct fields, list items, map keys and values) as views, with the values
+    of the plain read, with and without deletion vectors, filters on string
+    columns (compared as views, or through an expression), limits and the
+    metadata columns (which keep their types)."""
+    from deltadv.write import write_table
+
+    n = 3000
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "part": pa.array([f"p{i % 3}" for i in range(n)]),
+            "s": pa.array([None if i % 11 == 0 else f"name-{i % 97}" for i in range(n)]),
+            "long": pa.array([f"a string longer than twelve bytes {i}" for i in range(n)]),
+            "b": pa.array([bytes([65 + i % 26]) * (i % 20) for i in range(n)], pa.binary()),
+            "st": pa.array(
+                [{"x": f"x{i % 5}", "y": i} for i in range(n)],
+                pa.struct([("x", pa.string()), ("y", pa.int64())]),
+            ),
+            "l": pa.array([[f"e{i % 4}", "f"] for i in range(n)], pa.list_(pa.string())),
+            "m": pa.array(
+                [[(f"k{i % 2}", f"v{i}")] for i in range(n)], pa.map_(pa.string(), pa.string())
+            ),
+        }
+    )
+    config = {"delta.columnMapping.mode": column_mapping} if column_mapping != "none" else {}
+    path = str(tmp_path / "t")
+    write_table(
+        path,
+        data,
+        partition_by=["part"],
+        configuration=config,
+        rows_per_file=400,
+        row_group_rows=100,
+    )
+    table = DeltaTable(path)
+    # DVs: a long deleted run, scattered single rows
+    table.delete("(id >= 100 AND id < 330) OR s = 'name-3' OR id IN (5, 1201, 2999)")
+    table = DeltaTable(path)
+    views = pa.schema([f.with_type(_as_views(f.type)) for f in table.schema()])
+
+    def check(**kwargs: Any) -> None:
+        plain = table.scan(**kwargs).read_all()
+        got = table.scan(string_view=True, **kwargs).read_all()
+        want_schema = pa.schema(
+            [f.with_type(_as_views(f.type)) if f.name in views.names else f for f in plain.schema]
+        )
+        assert got.schema == want_schema, got.schema
+        assert got.num_rows == plain.num_rows > 0
+        assert got.cast(plain.schema).equals(plain)
+
+    check()
+    check(columns=["s", "id"])
+    check(filter="s >= 'name-5' AND part IN ('p0', 'p2')")
+    check(filter="st.x = 'x1' OR s IS NULL")
+    check(filter="s || 'z' = 'name-8z' OR CAST(b AS STRING) = 'EEEE'")  # expressions
+    check(columns=["long", "b"], filter="long > 'a string longer than twelve bytes 2'", limit=50)
+    whole = table.to_pyarrow_table(string_view=True)
+    assert whole.schema == views
+    assert whole.cast(table.schema()).equals(table.to_pyarrow_table())
+
+
+def test_read_ahead_bytes_is_checked_and_keeps_rows(
+    many_files: tuple[Path, dict[int, list[int]]],
+) -> None:
+    root, deleted = many_files
+    t = DeltaTable(str(root))
+    for budget in (1, 1 << 20, 256 << 20):
+        ids = t.scan(read_ahead_bytes=budget).read_all().column("id").to_pylist()
+        assert ids == _ids_without(deleted)
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="read_ahead_bytes"):
+            t.scan(read_ahead_bytes=bad)
+    for wrong in (1.5, True, "1"):
+        with pytest.raises(TypeError, match="read_ahead_bytes"):
+            t.scan(read_ahead_bytes=wrong)  # type: ignore[arg-type]
