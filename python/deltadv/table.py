@@ -1548,7 +1548,9 @@ class DeltaTable:
             raise ImportError(
                 "DeltaTable.to_polars needs polars: pip install 'deltadv[polars]'"
             ) from error
-        return pl.from_arrow(self.to_pyarrow_table(columns, filter), rechunk=False)
+        # strings as views, polars' own layout: taken without a copy
+        table = self.to_pyarrow_table(columns, filter, string_view=True)
+        return pl.from_arrow(table, rechunk=False)
 
 
 def _partition_filter(filters: PartitionFilters | None) -> tuple[str | None, str | None]:
