@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Int64Array, MapArray, RecordBatch, StringArray, StructArray,
+    Array, ArrayRef, BooleanArray, Int64Array, MapArray, RecordBatch, StringViewArray, StructArray,
 };
 use arrow_schema::DataType;
 use serde_json::Value;
@@ -48,9 +48,9 @@ fn child(s: &StructArray, name: &str) -> Option<ArrayRef> {
     s.column_by_name(name).cloned()
 }
 
-fn strings(s: &StructArray, name: &str, file: &str) -> Result<Option<StringArray>> {
+fn strings(s: &StructArray, name: &str, file: &str) -> Result<Option<StringViewArray>> {
     child(s, name)
-        .map(|a| cast_to(&a, &DataType::Utf8, file, name).map(|a| a.as_string::<i32>().clone()))
+        .map(|a| cast_to(&a, &DataType::Utf8View, file, name).map(|a| a.as_string_view().clone()))
         .transpose()
 }
 
@@ -83,8 +83,8 @@ fn map_at(map: &MapArray, i: usize) -> HashMap<String, Option<String>> {
 #[derive(Debug, Clone)]
 pub struct DvColumns {
     valid: StructArray,
-    storage_type: StringArray,
-    path_or_inline_dv: StringArray,
+    storage_type: StringViewArray,
+    path_or_inline_dv: StringViewArray,
     offset: Option<Int64Array>,
     size_in_bytes: Int64Array,
     cardinality: Int64Array,
@@ -98,11 +98,11 @@ pub struct AddColumns {
     /// Validity of the `add` struct itself: a row of another action has a null
     /// `add`, while a non-nullable child such as `path` may still read as set.
     rows: Option<arrow_buffer::NullBuffer>,
-    path: StringArray,
+    path: StringViewArray,
     size: Option<Int64Array>,
     modification_time: Option<Int64Array>,
     data_change: Option<BooleanArray>,
-    stats: Option<StringArray>,
+    stats: Option<StringViewArray>,
     /// `stats_parsed.numRecords` / `.tightBounds`, when the checkpoint has them.
     parsed_num_records: Option<Int64Array>,
     parsed_tight_bounds: Option<BooleanArray>,
@@ -111,7 +111,7 @@ pub struct AddColumns {
     dv: Option<DvColumns>,
     base_row_id: Option<Int64Array>,
     default_row_commit_version: Option<Int64Array>,
-    clustering_provider: Option<StringArray>,
+    clustering_provider: Option<StringViewArray>,
 }
 
 impl AddColumns {
@@ -125,7 +125,7 @@ impl AddColumns {
                     .as_struct_opt()
                     .ok_or_else(|| err(file, "add.deletionVector is not a struct"))?
                     .clone();
-                let need = |name: &str| -> Result<StringArray> {
+                let need = |name: &str| -> Result<StringViewArray> {
                     strings(&s, name, file)?
                         .ok_or_else(|| err(file, format!("add.deletionVector has no {name}")))
                 };
@@ -236,11 +236,6 @@ impl AddColumns {
             }
             _ => Ok((None, None)),
         }
-    }
-
-    /// Replace the `stats` column (decoded separately, row-aligned).
-    pub fn set_stats(&mut self, stats: Option<StringArray>) {
-        self.stats = stats;
     }
 
     /// Number of rows that hold an add.

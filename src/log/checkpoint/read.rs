@@ -14,8 +14,12 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+use arrow_schema::{DataType, FieldRef, Fields, Schema};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::{ChunkReader, Length};
 
@@ -188,6 +192,48 @@ impl ChunkReader for Pieces {
     }
 }
 
+/// `meta` with the string fields of `add` (and of its `deletionVector`)
+/// read as `Utf8View`: a plain page's views point into the page itself, so
+/// the paths and stats of an uncompressed checkpoint are not copied (nor
+/// their memory allocated) again; maps and other actions keep their types.
+fn adds_as_views(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+    fn views(fields: &Fields, depth: usize) -> Fields {
+        fields
+            .iter()
+            .map(|f| {
+                let t = match f.data_type() {
+                    DataType::Utf8 => DataType::Utf8View,
+                    DataType::Struct(children) if depth == 0 => {
+                        DataType::Struct(views(children, depth + 1))
+                    }
+                    other => other.clone(),
+                };
+                Arc::new(f.as_ref().clone().with_data_type(t))
+            })
+            .collect()
+    }
+    let schema = meta.schema();
+    let Some((index, add)) = schema.fields().find("add") else {
+        return Ok(meta);
+    };
+    let DataType::Struct(children) = add.data_type() else {
+        return Ok(meta);
+    };
+    let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
+    if let Some(slot) = fields.get_mut(index) {
+        *slot = Arc::new(
+            add.as_ref()
+                .clone()
+                .with_data_type(DataType::Struct(views(children, 0))),
+        );
+    }
+    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(hinted),
+    )
+}
+
 /// Decode the rows `rows` (all when `None`) of the checkpoint's leaves in
 /// `leaves` into record batches.
 fn read_leaves<R: ChunkReader + 'static>(
@@ -196,8 +242,10 @@ fn read_leaves<R: ChunkReader + 'static>(
     rows: Option<std::ops::Range<usize>>,
     file: &str,
 ) -> Result<Vec<RecordBatch>> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(reader).map_err(|e| parquet_error(file, e))?;
+    let meta = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::new())
+        .and_then(adds_as_views)
+        .map_err(|e| parquet_error(file, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta);
     let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
     let mut builder = builder
         .with_projection(mask)
@@ -367,6 +415,8 @@ impl CheckpointData {
 mod tests {
     use std::sync::Arc;
 
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
     use arrow_schema::{DataType, Field, Fields, Schema};
     use parquet::arrow::ArrowWriter;
 
@@ -693,5 +743,76 @@ mod tests {
             Err(e) => assert!(e.to_string().contains("top.json"), "{e}"),
             Ok(_) => panic!("garbage JSON decoded"),
         }
+    }
+    #[test]
+    fn add_strings_are_views_into_uncompressed_pages() {
+        // A plain, uncompressed checkpoint: add.path and add.stats decode as
+        // views whose data is the fetched bytes themselves (no copy); the
+        // partitionValues map and other actions keep their string type.
+        let schema = crate::write::checkpoint::checkpoint_schema();
+        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .build_decoder()
+            .unwrap();
+        let lines = [PROTOCOL, ADD_A, ADD_B, REMOVE];
+        decoder.decode(lines.join("\n").as_bytes()).unwrap();
+        let batch = decoder.flush().unwrap().unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, schema, Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let bytes = Bytes::from(out);
+        let leaves: Vec<usize> = (0..ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+            .unwrap()
+            .parquet_schema()
+            .num_columns())
+            .collect();
+        let batches = read_leaves(bytes.clone(), &leaves, None, "f").unwrap();
+        let add = batches[0]
+            .column_by_name("add")
+            .unwrap()
+            .as_struct()
+            .clone();
+        let within = |p: *const u8| {
+            let start = bytes.as_ptr() as usize;
+            (start..start + bytes.len()).contains(&(p as usize))
+        };
+        for name in ["path", "stats"] {
+            let column = add.column_by_name(name).unwrap();
+            assert_eq!(column.data_type(), &DataType::Utf8View, "{name}");
+            let views = column.as_string_view();
+            assert!(!views.data_buffers().is_empty(), "{name}");
+            assert!(
+                views.data_buffers().iter().all(|b| within(b.as_ptr())),
+                "{name}"
+            );
+        }
+        let pv = add.column_by_name("partitionValues").unwrap();
+        let DataType::Map(entries, _) = pv.data_type() else {
+            panic!("{pv:?}")
+        };
+        assert!(
+            format!("{entries:?}").contains("Utf8") && !format!("{entries:?}").contains("Utf8View")
+        );
+        let remove = batches[0]
+            .column_by_name("remove")
+            .unwrap()
+            .as_struct()
+            .clone();
+        assert_eq!(
+            remove.column_by_name("path").unwrap().data_type(),
+            &DataType::Utf8
+        );
+        // And the adds decode as before.
+        let (adds, others) = decode_parquet(bytes, "f").unwrap();
+        let paths: Vec<&str> = adds
+            .iter()
+            .flat_map(|a| (0..a.len()).filter(|&i| a.is_add(i)).map(|i| a.raw_path(i)))
+            .collect();
+        assert_eq!(paths, ["a%20b.parquet", "b.parquet"]);
+        assert_eq!(adds[0].record_count(1).unwrap().0, Some(7));
+        assert_eq!(others.len(), 2);
     }
 }
