@@ -100,8 +100,14 @@ impl RawDeltaTable {
     }
 
     fn add_actions_table(&self, py: Python<'_>) -> PyResult<ArrowStream> {
-        let batch = py.detach(|| self.snapshot.files_batch()).map_err(to_py)?;
-        Ok(ArrowStream::new(batch.schema(), vec![batch]))
+        let batches = py
+            .detach(|| self.snapshot.files_batches_on(crate::io::num_threads()))
+            .map_err(to_py)?;
+        let schema = batches
+            .first()
+            .map(|b| b.schema())
+            .ok_or_else(|| to_py(crate::Error::Internal("no files batch".into())))?;
+        Ok(ArrowStream::new(schema, batches))
     }
 
     /// Live rows: from the log's stats, reading footers of files without them.

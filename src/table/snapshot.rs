@@ -607,30 +607,43 @@ impl Snapshot {
     /// [`Snapshot::files_batch`] on up to `threads` threads (the same batch
     /// whatever the number).
     pub fn files_batch_on(&self, threads: usize) -> Result<RecordBatch> {
-        let n = self.num_files();
+        let batches = self.files_batches_on(threads)?;
+        match batches.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => {
+                let schema = batches
+                    .first()
+                    .map(RecordBatch::schema)
+                    .ok_or_else(|| Error::Internal("no files batch".into()))?;
+                arrow_select::concat::concat_batches(&schema, &batches)
+                    .map_err(|e| Error::Schema(e.to_string()))
+            }
+        }
+    }
+
+    /// [`Snapshot::files_batch`] as consecutive batches, one per range of
+    /// files parsed on a thread of its own (up to `threads`; one batch when
+    /// 1): nothing is copied to join them.
+    pub fn files_batches_on(&self, threads: usize) -> Result<Vec<RecordBatch>> {
         let partitioned = !self.metadata.partition_columns.is_empty();
-        let parts = map_ranges(n, threads, |range| self.files_columns(range, partitioned))?
-            .into_iter()
-            .collect::<Result<Vec<_>>>()?;
-        let mut partition_maps = Vec::new();
-        let mut chunks: Vec<Vec<ArrayRef>> = Vec::new();
-        for (columns, maps) in parts {
-            chunks.push(columns);
-            partition_maps.extend(maps);
-        }
-        let mut joined: Vec<ArrayRef> = Vec::new();
-        for c in 0..chunks.first().map_or(0, Vec::len) {
-            let pieces: Vec<&dyn Array> = chunks
-                .iter()
-                .filter_map(|columns| columns.get(c).map(|a| a.as_ref()))
-                .collect();
-            joined.push(match pieces.as_slice() {
-                [one] => one.slice(0, one.len()),
-                _ => arrow_select::concat::concat(&pieces)
-                    .map_err(|e| Error::Schema(e.to_string()))?,
-            });
-        }
-        let mut joined = joined.into_iter();
+        map_ranges(self.num_files(), threads, |range| {
+            let (columns, maps) = self.files_columns(range.clone(), partitioned)?;
+            self.files_batch_of(range.len(), columns, &maps, partitioned)
+        })?
+        .into_iter()
+        .collect()
+    }
+
+    /// One batch of [`Snapshot::files_batch`] from the columns
+    /// [`Snapshot::files_columns`] built for `n` files.
+    fn files_batch_of(
+        &self,
+        n: usize,
+        columns: Vec<ArrayRef>,
+        partition_maps: &[HashMap<String, Option<String>>],
+        partitioned: bool,
+    ) -> Result<RecordBatch> {
+        let mut joined = columns.into_iter();
         let mut next = || {
             joined
                 .next()

@@ -375,6 +375,15 @@ fn many_files_are_listed_alike_on_any_number_of_threads() {
     let one = s.files_batch_on(1).unwrap();
     for threads in [2, 3, 5] {
         assert_eq!(s.files_batch_on(threads).unwrap(), one, "{threads} threads");
+        // One batch per range (of at least 4,096 files), in file order.
+        let batches = s.files_batches_on(threads).unwrap();
+        assert_eq!(
+            batches.len(),
+            threads.min(s.num_files() / 4_096),
+            "{threads} threads"
+        );
+        let joined = arrow::compute::concat_batches(&one.schema(), &batches).unwrap();
+        assert_eq!(joined, one, "{threads} threads");
     }
     let col = |n: &str| one.column_by_name(n).unwrap().clone();
     let (path, records, card) = (col("path"), col("num_records"), col("dv_cardinality"));

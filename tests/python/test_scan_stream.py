@@ -521,3 +521,73 @@ def test_read_ahead_bytes_is_checked_and_keeps_rows(
     for wrong in (1.5, True, "1"):
         with pytest.raises(TypeError, match="read_ahead_bytes"):
             t.scan(read_ahead_bytes=wrong)  # type: ignore[arg-type]
+
+
+def _log_with_files(root: Path, files: int) -> None:
+    """A table whose one commit adds ``files`` files (not written: the log is
+    what the test reads), each with numRecords in its stats."""
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    schema = {
+        "type": "struct",
+        "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
+    }
+    lines = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "00000000-0000-0000-0000-000000000001",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema),
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": 1,
+            }
+        },
+    ]
+    lines += [
+        {
+            "add": {
+                "path": f"part-{k:05d}.parquet",
+                "partitionValues": {},
+                "size": 100 + k,
+                "modificationTime": 1,
+                "dataChange": True,
+                "stats": json.dumps({"numRecords": k % 7 + 1}),
+            }
+        }
+        for k in range(files)
+    ]
+    (log / "00000000000000000000.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def test_cpu_threads_work_in_a_forked_child(tmp_path: Path) -> None:
+    # get_add_actions of 10,000 files at 2 threads parses two ranges on
+    # deltadv's CPU pool, one batch each; a child forked after that (as
+    # Spark forks its Python workers) gets a pool of its own and the same
+    # table (the parent's pool threads do not exist there: no hang).
+    _log_with_files(tmp_path / "t", 10_000)
+    got = _scan_in_subprocess(
+        tmp_path / "t",
+        {"DELTADV_NUM_THREADS": "2"},
+        "import os, signal, warnings\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "a = deltadv.DeltaTable(ROOT).get_add_actions()\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    signal.alarm(60)\n"
+        "    b = deltadv.DeltaTable(ROOT).get_add_actions()\n"
+        "    out = [b.num_rows, b.equals(a), b.column('path').num_chunks]\n"
+        "    os.write(w, json.dumps(out).encode())\n"
+        "    os._exit(0)\n"
+        "os.close(w)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "child = json.loads(os.read(r, 1000) or b'null')\n"
+        "records = sum(a.column('num_records').to_pylist())\n"
+        "print(json.dumps([a.num_rows, a.column('path').num_chunks, records, status, child]))",
+    )
+    rows, chunks, records, status, child = got
+    assert (rows, chunks) == (10_000, 2)
+    assert records == sum(k % 7 + 1 for k in range(10_000))
+    assert status == 0 and child == [10_000, True, 2]
