@@ -591,3 +591,18 @@ def test_cpu_threads_work_in_a_forked_child(tmp_path: Path) -> None:
     assert (rows, chunks) == (10_000, 2)
     assert records == sum(k % 7 + 1 for k in range(10_000))
     assert status == 0 and child == [10_000, True, 2]
+
+
+def test_get_add_actions_does_not_import_pandas(tmp_path: Path) -> None:
+    # pa.table() of a stream imports pandas first where it is installed
+    # (~0.3 s in a fresh process): get_add_actions reads the stream instead.
+    pytest.importorskip("pandas")
+    _log_with_files(tmp_path / "t", 50)
+    got = _scan_in_subprocess(
+        tmp_path / "t",
+        {},
+        "import sys\n"
+        "a = deltadv.DeltaTable(ROOT).get_add_actions()\n"
+        "print(json.dumps([a.num_rows, 'pandas' in sys.modules]))",
+    )
+    assert got == [50, False]
