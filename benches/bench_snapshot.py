@@ -40,7 +40,14 @@ the whole benchmark once per count, each in a subprocess of its own, then prints
 deltadv's wall / CPU / utilisation per count and wall(N) / wall(smallest) (goal
 for 2 / 1: <= 0.6).
 
-Run:  .venv/bin/python benches/bench_snapshot.py [--dir DIR] [--repeat N] [--warmup N]
+Cold (``--cold N``, default 5): deltadv's open + ``get_add_actions()`` is also
+timed in N fresh interpreters (after ``import deltadv``), best and median: what
+a job that opens the table once pays; the in-process rounds above reuse what
+earlier loads left (allocator arenas, faulted pages, imported modules), and
+which of them a best-of lands on swings between runs. With ``--threads`` the
+summary prints the cold figures per count and their 2 / 1.
+
+Run:  .venv/bin/python benches/bench_snapshot.py [--dir DIR] [--repeat N] [--warmup N] [--cold N]
       [--threads N[,N...]]
 """
 
@@ -52,6 +59,7 @@ import os
 import platform
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -530,6 +538,38 @@ def run_deltalake(root: str) -> tuple[float, ...]:
     return (t2 - t0, t1 - t0, t2 - t1, t3 - t2)
 
 
+COLD_SNIPPET = """
+import json, sys, time
+import deltadv
+t0 = time.perf_counter()
+dt = deltadv.DeltaTable(sys.argv[1])
+t1 = time.perf_counter()
+files = dt.get_add_actions()
+t2 = time.perf_counter()
+assert files.num_rows > 0
+print(json.dumps([t2 - t0, t1 - t0, t2 - t1]))
+"""
+
+
+def run_cold(root: str, rounds: int) -> list[tuple[float, ...]]:
+    """deltadv's DeltaTable() + get_add_actions() in ``rounds`` fresh interpreters
+    (this process's environment, DELTADV_NUM_THREADS included), each timed after
+    ``import deltadv``: what a job that opens the table once pays (nothing reused
+    from an earlier load: allocator, page tables, lazily imported modules)."""
+    out = []
+    for _ in range(rounds):
+        done = subprocess.run(
+            [sys.executable, "-c", COLD_SNIPPET, root],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            sys.exit(f"FAIL: a cold round exited {done.returncode}: {done.stderr[-2000:]}")
+        out.append(tuple(json.loads(done.stdout.strip().splitlines()[-1])))
+    return sorted(out)
+
+
 def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -557,6 +597,17 @@ def by_threads(counts: list[int]) -> None:
         if (low, n) == (1, 2):
             goal = " (met)" if ratio <= 0.6 else " (NOT met)"
         print(f"  {n}/{low}: {ratio:5.2f}{goal}")
+    if all(results[n].get("cold") for n in counts):
+        print("cold: a fresh process per round, best / median wall ms:")
+        for n in counts:
+            c = results[n]["cold"]
+            print(f"  {n:>3} threads: {c[0] * ms:7.1f} {c[len(c) // 2] * ms:7.1f}")
+        for n in counts[1:]:
+            c, c0 = results[n]["cold"], results[low]["cold"]
+            print(
+                f"  {n}/{low}: best {c[0] / c0[0]:5.2f}, "
+                f"median {c[len(c) // 2] / c0[len(c0) // 2]:5.2f}"
+            )
 
 
 def main() -> None:
@@ -568,6 +619,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed rounds (best is reported)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     ap.add_argument("--checkpoint-writer", choices=["deltalake", "pyarrow"], default="deltalake")
+    ap.add_argument(
+        "--cold",
+        type=int,
+        default=5,
+        help="also time deltadv in this many fresh processes (a load with nothing reused); 0: not",
+    )
     ap.add_argument(
         "--threads",
         help="threads for deltadv; several, comma-separated: one subprocess per count "
@@ -629,6 +686,12 @@ def main() -> None:
         print(f"  ratio deltadv / deltalake = {ratio:.2f}   (goal <= {GOAL}: {verdict})")
         all_ms = {k: [round(r[0] * ms, 1) for r in v] for k, v in runs.items()}
         print(f"  all totals (ms): {all_ms}; load average {load()}")
+        cold = [r[0] for r in run_cold(uri, args.cold)] if args.cold > 0 else []
+        if cold:
+            print(
+                f"  deltadv cold, {args.cold} fresh processes: best {cold[0] * ms:.1f}, "
+                f"median {cold[len(cold) // 2] * ms:.1f} ms (open + files, after import)"
+            )
         if args.json_out:
             figures = {
                 "threads": deltadv.num_threads(),
@@ -637,6 +700,7 @@ def main() -> None:
                 "files": ours[2],
                 "cpu": ours[3],
                 "load": load(),
+                "cold": cold,
             }
             Path(args.json_out).write_text(json.dumps(figures))
     finally:
