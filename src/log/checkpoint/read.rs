@@ -234,17 +234,23 @@ fn adds_as_views(meta: ArrowReaderMetadata) -> parquet::errors::Result<ArrowRead
     )
 }
 
+/// The checkpoint's footer, with `add`'s strings hinted as views
+/// ([`adds_as_views`]): loaded once per file, shared by its ranges.
+fn load_footer<R: ChunkReader>(reader: &R, file: &str) -> Result<ArrowReaderMetadata> {
+    ArrowReaderMetadata::load(reader, ArrowReaderOptions::new())
+        .and_then(adds_as_views)
+        .map_err(|e| parquet_error(file, e))
+}
+
 /// Decode the rows `rows` (all when `None`) of the checkpoint's leaves in
-/// `leaves` into record batches.
+/// `leaves` into record batches; `meta` is the file's [`load_footer`].
 fn read_leaves<R: ChunkReader + 'static>(
     reader: R,
+    meta: ArrowReaderMetadata,
     leaves: &[usize],
     rows: Option<std::ops::Range<usize>>,
     file: &str,
 ) -> Result<Vec<RecordBatch>> {
-    let meta = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::new())
-        .and_then(adds_as_views)
-        .map_err(|e| parquet_error(file, e))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta);
     let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
     let mut builder = builder
@@ -297,9 +303,8 @@ fn decode_reader<R: ChunkReader + Clone + 'static>(
     file: &str,
     threads: usize,
 ) -> Result<(Vec<AddColumns>, Vec<Action>)> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
-        .map_err(|e| parquet_error(file, e))?;
-    let leaves: Vec<usize> = builder
+    let meta = load_footer(&bytes, file)?;
+    let leaves: Vec<usize> = meta
         .parquet_schema()
         .columns()
         .iter()
@@ -307,13 +312,18 @@ fn decode_reader<R: ChunkReader + Clone + 'static>(
         .filter(|(_, c)| wanted_leaf(c.path().parts()))
         .map(|(i, _)| i)
         .collect();
-    let num_rows = builder.metadata().file_metadata().num_rows();
+    let num_rows = meta.metadata().file_metadata().num_rows();
     let rows = usize::try_from(num_rows)
         .map_err(|_| parquet_error(file, format!("the footer says {num_rows} rows")))?;
-    drop(builder);
     let whole = threads.min(rows / MIN_ROWS_PER_THREAD) <= 1;
     let parts = map_ranges(rows, threads, |range| {
-        let batches = read_leaves(bytes.clone(), &leaves, (!whole).then_some(range), file)?;
+        let batches = read_leaves(
+            bytes.clone(),
+            meta.clone(),
+            &leaves,
+            (!whole).then_some(range),
+            file,
+        )?;
         let mut adds = Vec::new();
         let mut others = Vec::new();
         for batch in &batches {
@@ -764,12 +774,9 @@ mod tests {
         w.write(&batch).unwrap();
         w.close().unwrap();
         let bytes = Bytes::from(out);
-        let leaves: Vec<usize> = (0..ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
-            .unwrap()
-            .parquet_schema()
-            .num_columns())
-            .collect();
-        let batches = read_leaves(bytes.clone(), &leaves, None, "f").unwrap();
+        let meta = load_footer(&bytes, "f").unwrap();
+        let leaves: Vec<usize> = (0..meta.parquet_schema().num_columns()).collect();
+        let batches = read_leaves(bytes.clone(), meta, &leaves, None, "f").unwrap();
         let add = batches[0]
             .column_by_name("add")
             .unwrap()
