@@ -89,6 +89,40 @@ impl RequestCounts {
 /// (object_store's own default: a round trip costs more than ~1 MiB).
 pub const COALESCE_GAP: u64 = object_store::OBJECT_STORE_COALESCE_DEFAULT;
 
+/// Local reads of at least this many bytes map the file instead of copying it
+/// into a zeroed buffer (object_store's local read). The pages are then faulted
+/// in by whoever decodes them (on several threads at once) and straight from
+/// the page cache, 16 pages a fault; smaller reads cost less as one `pread`.
+pub const MAP_AT_LEAST: u64 = 1024 * 1024;
+
+/// `range` of a local file, mapped read-only and clipped to the file's size.
+///
+/// The map lives as long as the returned [`Bytes`] (or any slice of it).
+fn map_local_range(local: &std::path::Path, range: Range<u64>) -> std::io::Result<Bytes> {
+    let file = std::fs::File::open(local)?;
+    let size = file.metadata()?.len();
+    let end = range.end.min(size);
+    if range.start >= end {
+        return Ok(Bytes::new());
+    }
+    let len = usize::try_from(end - range.start)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "range too large"))?;
+    // SAFETY: the map is read-only and covers only bytes inside the file as it
+    // is now (clipped to its size above). Touching a mapped page faults with
+    // SIGBUS only if the file is truncated while mapped; a Delta table's data,
+    // DV and log files are written once and never changed in place (replacing
+    // or deleting one leaves this inode whole), as polars and DuckDB's readers
+    // rely on for their maps too.
+    #[allow(unsafe_code)]
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(range.start)
+            .len(len)
+            .map(&file)?
+    };
+    Ok(Bytes::from_owner(map))
+}
+
 /// The store holding one table, and the table root within it.
 #[derive(Debug, Clone)]
 pub struct TableStore {
@@ -620,6 +654,22 @@ impl TableStore {
     async fn get_range_uncounted(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
         self.check_regular_file(path)?;
         RequestCounts::bump(&self.counts.gets);
+        if self.is_local() && range.end.saturating_sub(range.start) >= MAP_AT_LEAST {
+            if let Ok(local) = LocalFileSystem::new().path_to_filesystem(path) {
+                return map_local_range(&local, range).map_err(|source| {
+                    if source.kind() == std::io::ErrorKind::NotFound {
+                        Error::NotFound {
+                            path: path.to_string(),
+                        }
+                    } else {
+                        Error::Io {
+                            path: local.display().to_string(),
+                            source,
+                        }
+                    }
+                });
+            }
+        }
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             ..Default::default()

@@ -185,6 +185,67 @@ fn ranged_reads_past_the_end_are_clipped() {
     assert_eq!(get(50..60), Bytes::new());
 }
 
+/// Whether `ptr` lies in a mapping of a file whose name ends in `name`
+/// (`/proc/self/maps`: `start-end perms offset dev inode path`).
+#[cfg(target_os = "linux")]
+fn mapped_from(ptr: *const u8, name: &str) -> bool {
+    let addr = ptr as usize;
+    fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .any(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next().unwrap().split_once('-').unwrap();
+            let start = usize::from_str_radix(start, 16).unwrap();
+            let end = usize::from_str_radix(end, 16).unwrap();
+            (start..end).contains(&addr) && line.trim_end().ends_with(name)
+        })
+}
+
+#[test]
+fn large_local_reads_are_mapped_clipped_and_outlive_the_file() {
+    use deltadv::io::store::MAP_AT_LEAST;
+    let dir = tempfile::tempdir().unwrap();
+    let n = usize::try_from(3 * MAP_AT_LEAST).unwrap() + 12_345;
+    let content: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+    fs::write(dir.path().join("big.bin"), &content).unwrap();
+    let store = local(dir.path());
+    let p = store.path("big.bin");
+    let get = |r: std::ops::Range<u64>| block_on(store.get_range(&p, r)).unwrap().unwrap();
+    let n64 = u64::try_from(n).unwrap();
+    // A whole read, one at an offset that is not page-aligned, one past the end.
+    let whole = get(0..n64);
+    assert_eq!(&whole[..], &content[..]);
+    let m = usize::try_from(MAP_AT_LEAST).unwrap();
+    let middle = get(4097..4097 + 2 * MAP_AT_LEAST);
+    assert_eq!(&middle[..], &content[4097..4097 + 2 * m]);
+    assert_eq!(&get(MAP_AT_LEAST + 3..10 * n64)[..], &content[m + 3..]);
+    assert_eq!(get(n64..n64 + MAP_AT_LEAST), Bytes::new());
+    assert_eq!(get(10 * n64..11 * n64), Bytes::new());
+    // Several ranges at once: each its own bytes, in order.
+    let ranges = [0..MAP_AT_LEAST, 2 * MAP_AT_LEAST + 1..n64, 5..9];
+    let got = block_on(store.get_ranges(&p, &ranges)).unwrap().unwrap();
+    for (r, bytes) in ranges.iter().zip(&got) {
+        let r = usize::try_from(r.start).unwrap()..usize::try_from(r.end).unwrap();
+        assert_eq!(&bytes[..], &content[r]);
+    }
+    // Large reads point into a map of the file, small ones do not (copied).
+    #[cfg(target_os = "linux")]
+    {
+        assert!(mapped_from(whole.as_ptr(), "big.bin"));
+        assert!(mapped_from(middle.as_ptr(), "big.bin"));
+        let small = get(0..MAP_AT_LEAST - 1);
+        assert_eq!(&small[..], &content[..small.len()]);
+        assert!(!mapped_from(small.as_ptr(), "big.bin"));
+    }
+    // Deleting (as VACUUM does) or replacing the file leaves mapped bytes whole.
+    fs::remove_file(dir.path().join("big.bin")).unwrap();
+    assert_eq!(&whole[..], &content[..]);
+    let gone = block_on(store.get_range(&p, 0..n64)).unwrap().unwrap_err();
+    assert!(matches!(gone, Error::NotFound { .. }), "{gone:?}");
+    assert!(gone.to_string().contains("big.bin"), "{gone}");
+}
+
 #[test]
 fn spaces_and_percent_signs_end_to_end() {
     // The table root itself has a space and a percent sign; the data file's
