@@ -111,8 +111,8 @@ fn map_local_range(local: &std::path::Path, range: Range<u64>) -> std::io::Resul
     // is now (clipped to its size above). Touching a mapped page faults with
     // SIGBUS only if the file is truncated while mapped; a Delta table's data,
     // DV and log files are written once and never changed in place (replacing
-    // or deleting one leaves this inode whole), as polars and DuckDB's readers
-    // rely on for their maps too.
+    // or deleting one leaves this inode whole), as polars' local reads, maps
+    // too, rely on.
     #[allow(unsafe_code)]
     let map = unsafe {
         memmap2::MmapOptions::new()
