@@ -10,6 +10,10 @@ collected by both readers (checked to give the same rows, sorted by ``id``),
 then timed, best of ``--repeat`` rounds, alternating which goes first:
 
 * ``selective``: ``filter(pl.col("k") >= 990).select("id", "x")`` (pushed down);
+* ``rare``:      ``filter(pl.col("x") < 0.0001).select("id", "s")`` (pushed down,
+  ~0.01% of the rows: the filter's column decoded first, the others at its rows);
+* ``two_preds``: ``filter((pl.col("k") == 5) & (pl.col("y") > 2)).select("id", "s", "x")``
+  (pushed down);
 * ``unmapped``:  ``filter(pl.col("s").str.ends_with("7")).select("id")`` (polars
   evaluates it);
 * ``two_cols``:  ``select("id", "s")``;
@@ -39,6 +43,10 @@ import deltadv.polars as dpl
 
 QUERIES: dict[str, Callable[[pl.LazyFrame], pl.LazyFrame]] = {
     "selective": lambda lf: lf.filter(pl.col("k") >= 990).select("id", "x"),
+    "rare": lambda lf: lf.filter(pl.col("x") < 0.0001).select("id", "s"),
+    "two_preds": lambda lf: lf.filter((pl.col("k") == 5) & (pl.col("y") > 2)).select(
+        "id", "s", "x"
+    ),
     "unmapped": lambda lf: lf.filter(pl.col("s").str.ends_with("7")).select("id"),
     "two_cols": lambda lf: lf.select("id", "s"),
     "head5": lambda lf: lf.head(5),

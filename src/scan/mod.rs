@@ -12,6 +12,7 @@
 //! |---|---|
 //! | `mod.rs` | [`plan`]: the snapshot's live files, skipped by partition values and `add.stats` ([`ScanFile`]); [`split`] into row-group ranges; reading: [`read_file`], [`stream_file`], [`stream_snapshot`] / [`stream_files`] with files read ahead ([`read_ahead`], within [`READ_AHEAD_BYTES`]), DVs fetched a read-ahead window at a time, `offset` / `limit` ([`ReadOptions`], [`rows_window_files`]) |
 //! | [`selection`] | a deletion vector → a parquet row selection and per-batch keep-masks, by physical row index (pure) |
+//! | `late` | exact filters evaluated while decoding: the filter's columns first, the others at the rows it keeps (late materialisation) |
 //! | [`pruning`] | parquet row-group statistics for a predicate's columns; Delta → parquet column matching (pure) |
 //! | [`conform`] | a column as read from a file → the table's logical type (missing children, field ids, type widening, variants) |
 //! | [`task`] | scan tasks as serializable data, so executors read files without replaying the log |
@@ -21,6 +22,7 @@
 
 pub mod cdf;
 pub mod conform;
+mod late;
 pub mod pruning;
 pub mod selection;
 /// Streaming source reads: a micro-batch's files as tasks, and its end offset.
@@ -731,7 +733,8 @@ pub async fn stream_file(
 /// Its row groups are read as one stream ([`OpenFile::whole`]) or as pieces
 /// read apart ([`OpenFile::pieces`]).
 struct OpenFile {
-    /// The scan's spec, with the exact filter's columns added (see `filter`).
+    /// The scan's spec, with the exact filter's columns added when `filter`
+    /// is applied to decoded batches.
     spec: Arc<ScanSpec>,
     file: Arc<ScanFile>,
     meta: ArrowReaderMetadata,
@@ -746,9 +749,12 @@ struct OpenFile {
     /// Deleted rows the plan reads (short runs), dropped by a keep-mask per
     /// batch; None when the plan is exact.
     deleted: Option<Arc<RoaringTreemap>>,
-    /// With exact filtering (`filter_rows`): the predicate, and where the
-    /// scan's output columns are among `spec`'s.
+    /// With exact filtering (`filter_rows`) applied to decoded batches: the
+    /// predicate, and where the scan's output columns are among `spec`'s.
     filter: Option<(Arc<Predicate>, Vec<usize>)>,
+    /// With exact filtering applied while decoding (late materialisation):
+    /// the predicate, evaluated on its own columns first (`filter` is None).
+    late: Option<late::LateFilter>,
 }
 
 /// Some row groups of an [`OpenFile`] (consecutive among those it reads),
@@ -847,22 +853,39 @@ impl FilePiece {
                 .with_row_selection(self.plan.selection.clone())
                 .with_row_selection_policy(RowSelectionPolicy::Selectors);
         }
+        // Only the shorter runs the selection keeps are masked per batch.
+        let deleted = open.deleted.clone().filter(|_| self.plan.masked > 0);
+        let kept = selection::KeptRows::new(self.plan.kept);
+        let failure = late::Failure::default();
+        let (kept, deleted) = match &open.late {
+            // The predicate masks the deleted rows too: the reader returns
+            // only rows to keep (and no output needs their indexes).
+            Some(late) => {
+                builder = builder.with_row_filter(late.row_filter(
+                    open.file.clone(),
+                    kept,
+                    deleted,
+                    failure.clone(),
+                ));
+                (selection::KeptRows::new(Vec::new()), None)
+            }
+            None => (kept, deleted),
+        };
         let stream = builder.build().map_err(|e| parquet_error(&path, e))?;
         let mut shape = BatchShape {
             out_schema: open.out_schema.clone(),
             sources: open.sources.clone(),
             spec: open.spec.clone(),
             file: open.file.clone(),
-            kept: selection::KeptRows::new(self.plan.kept),
-            // Only the shorter runs the selection keeps are masked per batch.
-            deleted: open.deleted.clone().filter(|_| self.plan.masked > 0),
+            kept,
+            deleted,
             path_column: None,
         };
         let shaped = {
             let path = path.clone();
             stream.map(move |batch| {
                 batch
-                    .map_err(|e| data_file_error(&path, e))
+                    .map_err(|e| failure.take().unwrap_or_else(|| data_file_error(&path, e)))
                     .and_then(|b| shape.apply(b))
             })
         };
@@ -907,45 +930,6 @@ async fn open_file_with(
     file: &ScanFile,
     deleted: impl std::future::Future<Output = Result<DeletedRows>>,
 ) -> Result<Option<Arc<OpenFile>>> {
-    let exact = spec.filter.clone().filter(|_| spec.filter_rows);
-    let (spec, filter) = match exact {
-        None => (spec.clone(), None),
-        Some(filter) => {
-            // Read the filter's columns too, filter, then project to what
-            // was asked.
-            let out_schema = spec.output_schema()?;
-            let mut columns: Vec<String> = out_schema
-                .fields()
-                .iter()
-                .map(|f| f.name().clone())
-                .filter(|n| !spec.is_added_column(n))
-                .collect();
-            for c in filter.columns() {
-                if let Some(root) = c.logical.first() {
-                    if !columns.contains(root) {
-                        columns.push(root.clone());
-                    }
-                }
-            }
-            let inner = ScanSpec {
-                columns: Some(columns),
-                ..spec.clone()
-            };
-            let inner_schema = inner.output_schema()?;
-            let indexes: Vec<usize> = out_schema
-                .fields()
-                .iter()
-                .map(|f| {
-                    inner_schema
-                        .index_of(f.name())
-                        .map_err(|e| Error::Schema(e.to_string()))
-                })
-                .collect::<Result<_>>()?;
-            (inner, Some((filter, indexes)))
-        }
-    };
-    let spec = &spec;
-    let out_schema = spec.output_schema()?;
     let (meta, deleted) = futures::try_join!(load_metadata(store, file), deleted)?;
     let chosen = prune_row_groups(spec, &meta, file.row_groups.as_deref())?;
     if chosen.is_empty() {
@@ -996,21 +980,99 @@ async fn open_file_with(
     } else {
         meta
     };
+    // With exact filtering, the filter's columns are decoded first and the
+    // others only at the rows it keeps (late materialisation) where it can;
+    // otherwise they are all decoded, then filtered.
+    let exact = spec.filter.clone().filter(|_| spec.filter_rows);
+    let out_schema = spec.output_schema()?;
+    let (sources, wanted_roots) = sources_for(spec, &out_schema, meta.schema())?;
+    let late = match &exact {
+        Some(filter) => late::LateFilter::of(filter, spec, &sources, &wanted_roots, &meta)?,
+        None => None,
+    };
+    let (spec, out_schema, sources, wanted_roots, filter) = match exact {
+        Some(filter) if late.is_none() => {
+            // Read the filter's columns too, filter, then project to what
+            // was asked.
+            let mut columns: Vec<String> = out_schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .filter(|n| !spec.is_added_column(n))
+                .collect();
+            for c in filter.columns() {
+                if let Some(root) = c.logical.first() {
+                    if !columns.contains(root) {
+                        columns.push(root.clone());
+                    }
+                }
+            }
+            let inner = ScanSpec {
+                columns: Some(columns),
+                ..spec.clone()
+            };
+            let inner_schema = inner.output_schema()?;
+            let indexes: Vec<usize> = out_schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    inner_schema
+                        .index_of(f.name())
+                        .map_err(|e| Error::Schema(e.to_string()))
+                })
+                .collect::<Result<_>>()?;
+            let (sources, roots) = sources_for(&inner, &inner_schema, meta.schema())?;
+            (inner, inner_schema, sources, roots, Some((filter, indexes)))
+        }
+        _ => (spec.clone(), out_schema, sources, wanted_roots, None),
+    };
     // Rows the keep-mask drops are decoded, then filtered out of every column:
     // strings read as dictionary keys or views make that filter move 4- or
     // 16-byte items instead of the string bytes, which the cast to the
-    // table's type then copies once. Strings returned as views are decoded
-    // as views (the reader makes a dictionary page's views once).
+    // table's type then copies once (with a late filter, the keep-mask is
+    // part of it and the other columns are decoded at the kept rows only).
+    // Strings returned as views are decoded as views (the reader makes a
+    // dictionary page's views once).
     let meta = if spec.string_view {
         retyped(meta, |f| view_type(f.data_type())).map_err(|e| parquet_error(&file.path, e))?
-    } else if plan.masked > 0 {
+    } else if plan.masked > 0 && late.is_none() {
         strings_for_masking(meta).map_err(|e| parquet_error(&file.path, e))?
     } else {
         meta
     };
+    let mask = ProjectionMask::roots(meta.parquet_schema(), wanted_roots);
+    // A late filter's reader asks for a row group's filter columns, then for
+    // the others: without the offset index (whole chunks either way), they
+    // are fetched together, in the GETs of an eager read.
+    if let Some(late) = &late {
+        if meta.metadata().page_index().is_none() {
+            reader =
+                reader.with_row_group_chunks(late.chunk_ranges(&meta, &mask, &plan.row_groups));
+        }
+    }
+    Ok(Some(Arc::new(OpenFile {
+        spec: Arc::new(spec),
+        file: Arc::new(file.clone()),
+        meta,
+        reader,
+        out_schema,
+        sources,
+        mask,
+        row_group_rows,
+        plan,
+        deleted,
+        filter,
+        late,
+    })))
+}
 
-    // Physical names of the requested data columns, and where each comes from.
-    let file_schema = meta.schema().clone();
+/// Where each column of `out_schema` (what `spec` returns) comes from in a
+/// file of `file_schema`, and the file's root columns to read for them.
+fn sources_for(
+    spec: &ScanSpec,
+    out_schema: &SchemaRef,
+    file_schema: &Schema,
+) -> Result<(Vec<Source>, Vec<usize>)> {
     let mut wanted_roots = Vec::new();
     let mut sources: Vec<Source> = Vec::new();
     for field in out_schema.fields() {
@@ -1057,20 +1119,7 @@ async fn open_file_with(
             None => sources.push(Source::Missing),
         }
     }
-    let mask = ProjectionMask::roots(meta.parquet_schema(), wanted_roots);
-    Ok(Some(Arc::new(OpenFile {
-        spec: Arc::new(spec.clone()),
-        file: Arc::new(file.clone()),
-        meta,
-        reader,
-        out_schema,
-        sources,
-        mask,
-        row_group_rows,
-        plan,
-        deleted,
-        filter,
-    })))
+    Ok((sources, wanted_roots))
 }
 
 /// Turns the parquet reader's batches of one file into the scan's output
@@ -1853,6 +1902,125 @@ mod tests {
 
     /// An error in one file (here: a DV naming rows past its end) ends a
     /// parallel scan with that error, naming the file.
+    /// Exact filtering decodes the filter's columns first and the others at
+    /// the rows it keeps (late materialisation, with the DV's short runs
+    /// masked in the same pass): the rows equal those of the filter applied
+    /// to the decoded rows (with `_row_index` asked for, which decodes
+    /// everything) and those the test derives itself, sequentially and in
+    /// parallel pieces; a partition column in the filter is seen with its
+    /// value; a filter column not in the output is not returned; the GETs
+    /// are those of the decoded read (a row group's columns fetched at once).
+    #[test]
+    fn late_filter_returns_the_rows_of_the_filtered_decode() {
+        let layout = [(3_000u64, 1_000usize), (2_500, 700), (800, 800)];
+        let (_dir, store, mut scan_files) = files(&layout);
+        for (f, p) in scan_files.iter_mut().zip(["a", "a", "b"]) {
+            f.partition_values.insert("p".into(), Some(p.into()));
+        }
+        let mut d0 = RoaringTreemap::new();
+        d0.insert_range(100..1_300); // skipped by the selection
+        d0.extend([5u64, 7, 1_500, 1_501, 2_999]); // masked
+        let d1: RoaringTreemap = (0..2_500).filter(|i| i % 5 == 0).collect();
+        let dvs = [Some(d0), Some(d1), None];
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[
+                {"name":"id","type":"long","nullable":true,"metadata":{}},
+                {"name":"s","type":"string","nullable":true,"metadata":{}},
+                {"name":"p","type":"string","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let partition_columns = vec!["p".to_string()];
+        let text = "p = 'a' AND (id < 10 OR (id > 1290 AND id < 1310) OR (id >= 4000 AND id < 4600) OR id = 6000)";
+        let keep = |id: i64, p: &str| {
+            p == "a"
+                && (id < 10 || (id > 1290 && id < 1310) || (4000..4600).contains(&id) || id == 6000)
+        };
+        let predicate = Predicate::new(
+            text,
+            &schema,
+            &partition_columns,
+            ColumnMappingMode::None,
+            crate::expr::Binding::Strict,
+        )
+        .unwrap();
+        let mut expected = Vec::new();
+        let mut first = 0i64;
+        for (i, &(n, _)) in layout.iter().enumerate() {
+            let p = scan_files[i].partition_values["p"].clone().unwrap();
+            for r in 0..n {
+                let id = first + i64::try_from(r).unwrap();
+                let s = format!("s{id}");
+                if !dvs[i].as_ref().is_some_and(|d| d.contains(r)) && keep(id, &p) {
+                    expected.push((s, p.clone()));
+                }
+            }
+            first += i64::try_from(n).unwrap();
+        }
+        assert!(expected.len() > 400 && expected.iter().any(|(s, _)| s == "s1305"));
+        let work = || -> Vec<(ScanFile, DeletedRows)> {
+            scan_files
+                .iter()
+                .cloned()
+                .zip(dvs.iter().cloned())
+                .map(|(f, d)| (f, DeletedRows::Known(d)))
+                .collect()
+        };
+        let scan = |columns: &[&str], metadata: bool, threads, piece_bytes| -> Vec<RecordBatch> {
+            let spec = ScanSpec {
+                schema: schema.clone(),
+                partition_columns: partition_columns.clone(),
+                column_mapping: ColumnMappingMode::None,
+                columns: Some(columns.iter().map(|c| c.to_string()).collect()),
+                with_metadata_columns: metadata,
+                filter: Some(Arc::new(predicate.clone())),
+                filter_rows: true,
+                row_tracking: None,
+                string_view: false,
+            };
+            let options = ReadOptions {
+                threads,
+                piece_bytes,
+                ..ReadOptions::default()
+            };
+            let (s, w) = (store.clone(), work());
+            crate::io::block_on(
+                async move { stream_files(s, spec, w, options).try_collect().await },
+            )
+            .unwrap()
+            .unwrap()
+        };
+        let pairs = |batches: &[RecordBatch]| -> Vec<(String, String)> {
+            let mut out = Vec::new();
+            for b in batches {
+                let text = |name: &str| {
+                    b.column_by_name(name)
+                        .unwrap()
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .unwrap()
+                        .clone()
+                };
+                let (s, p) = (text("s"), text("p"));
+                out.extend((0..b.num_rows()).map(|i| (s.value(i).into(), p.value(i).into())));
+            }
+            out
+        };
+        let gets = || store.counts().gets;
+        for (threads, piece_bytes) in [(1, PIECE_MIN_BYTES), (2, 1), (4, PIECE_MIN_BYTES)] {
+            let before = gets();
+            let late = scan(&["s", "p"], false, threads, piece_bytes);
+            let late_gets = gets() - before;
+            assert!(late.iter().all(|b| b.schema().fields().len() == 2));
+            assert_eq!(pairs(&late), expected, "threads {threads}");
+            let before = gets();
+            let decoded = scan(&["s", "p"], true, threads, piece_bytes);
+            let context = format!("threads {threads}, with _row_index");
+            assert_eq!(pairs(&decoded), expected, "{context}");
+            // a row group's filter column and the others: fetched together
+            assert_eq!(late_gets, gets() - before, "{context}");
+        }
+    }
+
     #[test]
     fn a_failing_file_fails_the_parallel_scan() {
         let (_dir, store, scan_files) = files(&[(200, 50), (200, 50)]);
