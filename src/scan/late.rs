@@ -25,6 +25,12 @@ use super::{sources_for, BatchShape, ScanFile, ScanSpec, Source};
 use crate::error::{Error, Result};
 use crate::expr::Predicate;
 
+/// Decoded filter columns the reader keeps, per row group, for the output
+/// where it returns them too (beyond it, they are decoded again at the kept
+/// rows): a bound on a piece's memory, whatever the row group's size (the
+/// reader's default is 100 MB).
+pub(super) const PREDICATE_CACHE_BYTES: usize = 4 << 20;
+
 /// An exact filter evaluated while a file is decoded.
 pub(super) struct LateFilter {
     predicate: Arc<Predicate>,

@@ -861,12 +861,14 @@ impl FilePiece {
             // The predicate masks the deleted rows too: the reader returns
             // only rows to keep (and no output needs their indexes).
             Some(late) => {
-                builder = builder.with_row_filter(late.row_filter(
-                    open.file.clone(),
-                    kept,
-                    deleted,
-                    failure.clone(),
-                ));
+                builder = builder
+                    .with_row_filter(late.row_filter(
+                        open.file.clone(),
+                        kept,
+                        deleted,
+                        failure.clone(),
+                    ))
+                    .with_max_predicate_cache_size(late::PREDICATE_CACHE_BYTES);
                 (selection::KeptRows::new(Vec::new()), None)
             }
             None => (kept, deleted),
@@ -2019,6 +2021,56 @@ mod tests {
             // a row group's filter column and the others: fetched together
             assert_eq!(late_gets, gets() - before, "{context}");
         }
+    }
+
+    /// A filter that fails while the reader decodes (its column cannot take
+    /// the table's type) fails the scan with the error the decode-then-filter
+    /// read gives, naming the file.
+    #[test]
+    fn a_late_filter_error_keeps_its_kind_and_file() {
+        let (_dir, store, scan_files) = files(&[(100, 100)]);
+        // the table says `s` is a long; the file holds strings
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[
+                {"name":"id","type":"long","nullable":true,"metadata":{}},
+                {"name":"s","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let predicate = Predicate::new(
+            "s > 5",
+            &schema,
+            &[],
+            ColumnMappingMode::None,
+            crate::expr::Binding::Strict,
+        )
+        .unwrap();
+        let read = |metadata: bool| -> Error {
+            let spec = ScanSpec {
+                schema: schema.clone(),
+                partition_columns: Vec::new(),
+                column_mapping: ColumnMappingMode::None,
+                columns: Some(vec!["id".into()]),
+                with_metadata_columns: metadata,
+                filter: Some(Arc::new(predicate.clone())),
+                filter_rows: true,
+                row_tracking: None,
+                string_view: false,
+            };
+            let file = scan_files[0].clone();
+            crate::io::block_on(async {
+                let batches = stream_file(&store, &spec, &file, DeletedRows::Known(None)).await?;
+                batches.try_collect::<Vec<RecordBatch>>().await
+            })
+            .unwrap()
+            .unwrap_err()
+        };
+        let (late, decoded) = (read(false), read(true));
+        assert_eq!(late.to_string(), decoded.to_string());
+        assert_eq!(
+            std::mem::discriminant(&late),
+            std::mem::discriminant(&decoded)
+        );
+        assert!(late.to_string().contains("part-0.parquet"), "{late}");
     }
 
     #[test]
