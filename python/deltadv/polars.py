@@ -16,7 +16,8 @@ What polars hands the source, and what is done with it:
   ``is_null``/``is_not_null``, ``eq_missing``/``ne_missing``, a boolean
   column, and ``&``/``|``/``~`` of those; of an AND, the parts that map, also
   inside an OR (see :func:`to_filter`) -- is handed to the scan, where it skips
-  partitions, files and row groups and drops rows; then the whole predicate is
+  partitions, files and row groups and drops rows (its columns decoded first,
+  the others only at the rows it keeps); then the whole predicate is
   evaluated by polars on each batch, so what does not map
   (``pl.col("x") * 2 > 3``, string functions, two columns, ...) is applied too,
   with polars' semantics;
