@@ -1753,6 +1753,16 @@ mod tests {
         (dir, store, out)
     }
 
+    /// Each of `files` with its deleted rows, as already loaded.
+    fn known(files: &[ScanFile], dvs: &[Option<RoaringTreemap>]) -> Vec<(ScanFile, DeletedRows)> {
+        files
+            .iter()
+            .cloned()
+            .zip(dvs.iter().cloned())
+            .map(|(f, d)| (f, DeletedRows::Known(d)))
+            .collect()
+    }
+
     fn spec() -> ScanSpec {
         let schema = StructType::parse(
             r#"{"type":"struct","fields":[
@@ -1847,14 +1857,7 @@ mod tests {
             }
             out
         };
-        let work = || -> Vec<(ScanFile, DeletedRows)> {
-            scan_files
-                .iter()
-                .cloned()
-                .zip(dvs.iter().cloned())
-                .map(|(f, d)| (f, DeletedRows::Known(d)))
-                .collect()
-        };
+        let work = || known(&scan_files, &dvs);
         let spec = spec();
         let sequential: Vec<RecordBatch> = crate::io::block_on(async {
             let mut all = Vec::new();
@@ -1959,14 +1962,7 @@ mod tests {
             first += i64::try_from(n).unwrap();
         }
         assert!(expected.len() > 400 && expected.iter().any(|(s, _)| s == "s1305"));
-        let work = || -> Vec<(ScanFile, DeletedRows)> {
-            scan_files
-                .iter()
-                .cloned()
-                .zip(dvs.iter().cloned())
-                .map(|(f, d)| (f, DeletedRows::Known(d)))
-                .collect()
-        };
+        let work = || known(&scan_files, &dvs);
         let scan = |columns: &[&str], metadata: bool, threads, piece_bytes| -> Vec<RecordBatch> {
             let spec = ScanSpec {
                 schema: schema.clone(),
