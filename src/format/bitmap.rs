@@ -247,6 +247,23 @@ pub fn to_vec(map: &RoaringTreemap) -> std::result::Result<Vec<u64>, TryReserveE
     Ok(out)
 }
 
+/// All row indexes, ascending, written into `out` (memory allocated
+/// elsewhere, such as a numpy array), which must have room for exactly
+/// `map.len()` rows ([`Error::InvalidArgument`] otherwise, nothing written).
+pub fn write_to_slice(map: &RoaringTreemap, out: &mut [u64]) -> Result<()> {
+    if map.len() != out.len() as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "the set holds {} rows, the output has room for {}",
+            map.len(),
+            out.len()
+        )));
+    }
+    for (slot, row) in out.iter_mut().zip(map.iter()) {
+        *slot = row;
+    }
+    Ok(())
+}
+
 /// Size in bytes of [`serialize`]'s output.
 pub fn serialized_size(map: &RoaringTreemap) -> usize {
     MAGIC_LEN + map.serialized_size()
@@ -273,6 +290,24 @@ pub fn serialize(map: &RoaringTreemap) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rows written into a slice are those `to_vec` lists (runs, arrays
+    /// and bitmaps, across 32-bit buckets); a slice of another length is
+    /// refused, untouched.
+    #[test]
+    fn rows_written_into_a_slice_equal_the_listed_rows() {
+        let mut map: RoaringTreemap = (0..70_000u64).step_by(3).collect();
+        map.insert_range((1 << 32) + 10..(1 << 32) + 100_000);
+        map.insert((9 << 32) + 1);
+        let listed = to_vec(&map).unwrap();
+        let mut out = vec![0u64; listed.len()];
+        write_to_slice(&map, &mut out).unwrap();
+        assert_eq!(out, listed);
+        let mut short = vec![7u64; listed.len() - 1];
+        let err = write_to_slice(&map, &mut short).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(short.iter().all(|&v| v == 7));
+    }
 
     #[test]
     fn round_trip_across_buckets() {

@@ -11,6 +11,13 @@ use roaring::RoaringTreemap;
 use std::sync::{Arc, OnceLock};
 
 mod convert;
+
+/// The extension's allocator: jemalloc (see Cargo.toml), for the allocations
+/// of this crate and its dependencies only; Python, numpy and pyarrow keep
+/// theirs. Rust users of the crate (no `python` feature) choose their own.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod dml;
 mod maintain;
 mod merge_plan;
@@ -320,6 +327,15 @@ impl DeletionVector {
         };
         Ok(self.map.get_or_init(|| built))
     }
+
+    /// The MemoryError of a `to_numpy` whose array cannot be allocated.
+    fn allocation_error(&self, why: impl std::fmt::Display) -> PyErr {
+        PyMemoryError::new_err(format!(
+            "cannot allocate {} row indexes ({} bytes) for to_numpy: {why}",
+            self.cardinality,
+            self.cardinality.saturating_mul(8)
+        ))
+    }
 }
 
 #[pymethods]
@@ -400,17 +416,29 @@ impl DeletionVector {
     /// bitmap is built); otherwise listed from the bitmap.
     fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let detach = self.cardinality >= DETACH_FROM_ROWS;
-        if let (Some(bytes), true) = (&self.bytes, self.cardinality >= NUMPY_ALLOC_FROM_ROWS) {
-            // numpy.zeros raises MemoryError itself when the allocation fails.
+        if self.cardinality >= NUMPY_ALLOC_FROM_ROWS {
+            // numpy.zeros raises MemoryError itself when the allocation fails
+            // (numpy's allocator checks the request against the memory there
+            // is; the extension's reserves address space without that check).
             let array = py
                 .import("numpy")?
-                .call_method1("zeros", (self.cardinality, "uint64"))?
+                .call_method1("zeros", (self.cardinality, "uint64"))
+                .map_err(|e| match e.is_instance_of::<PyMemoryError>(py) {
+                    true => self.allocation_error(e),
+                    false => e,
+                })?
                 .cast_into::<PyArray1<u64>>()?;
             {
                 let mut writable = array.try_readwrite()?;
                 let out = writable.as_slice_mut()?;
-                py.detach(|| rows::decode_to_slice(bytes, out))
-                    .map_err(to_py)?;
+                match &self.bytes {
+                    Some(bytes) => py.detach(|| rows::decode_to_slice(bytes, out)),
+                    None => {
+                        let map = self.map(py)?;
+                        py.detach(|| bitmap::write_to_slice(map, out))
+                    }
+                }
+                .map_err(to_py)?;
             }
             return Ok(array);
         }
@@ -420,13 +448,7 @@ impl DeletionVector {
         } else {
             let map = self.map(py)?;
             let list = || bitmap::to_vec(map);
-            if detach { py.detach(list) } else { list() }.map_err(|e| {
-                PyMemoryError::new_err(format!(
-                    "cannot allocate {} row indexes ({} bytes) for to_numpy: {e}",
-                    self.cardinality,
-                    self.cardinality.saturating_mul(8)
-                ))
-            })?
+            if detach { py.detach(list) } else { list() }.map_err(|e| self.allocation_error(e))?
         };
         Ok(PyArray1::from_vec(py, rows))
     }

@@ -52,6 +52,21 @@ def test_range_fast_path_and_queries() -> None:
     assert not DeletionVector() and DeletionVector().min() is None
 
 
+def test_large_to_numpy_of_a_built_set() -> None:
+    # 4M+ rows of a set built in memory are written straight into numpy's array;
+    # they span 32-bit buckets and mix runs with scattered rows
+    rows = np.concatenate(
+        [
+            np.arange(0, 3_000_000, 3, dtype=np.uint64),
+            np.arange(2**32, 2**32 + 3_500_000, dtype=np.uint64),
+        ]
+    )
+    dv = DeletionVector(rows)
+    assert dv.cardinality == len(rows) > 1 << 22
+    arr = dv.to_numpy()
+    assert arr.dtype == np.uint64 and np.array_equal(arr, rows)
+
+
 def test_set_operations() -> None:
     a = DeletionVector([1, 2, 3, 2**40])
     b = DeletionVector([3, 4])
