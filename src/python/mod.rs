@@ -11,13 +11,6 @@ use roaring::RoaringTreemap;
 use std::sync::{Arc, OnceLock};
 
 mod convert;
-
-/// The extension's allocator: jemalloc (see Cargo.toml), for the allocations
-/// of this crate and its dependencies only; Python, numpy and pyarrow keep
-/// theirs. Rust users of the crate (no `python` feature) choose their own.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 mod dml;
 mod maintain;
 mod merge_plan;
@@ -32,6 +25,12 @@ use crate::error::Error;
 use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
 use crate::format::{bitmap, rows};
 use crate::table::dv;
+
+/// The extension's allocator: jemalloc (see Cargo.toml), for the allocations
+/// of this crate and its dependencies only; Python, numpy and pyarrow keep
+/// theirs. Rust users of the crate (no `python` feature) choose their own.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The Python exception class `name` from `deltadv.exceptions` (defined in
 /// Python so a class can also derive from a builtin such as FileNotFoundError).

@@ -150,9 +150,7 @@ impl LateFilter {
         });
         RowFilter::new(vec![Box::new(evaluate)])
     }
-}
 
-impl LateFilter {
     /// Per row group of `meta` (empty for those not in `row_groups`), the
     /// byte ranges of the column chunks the filter and the output (`output`)
     /// read.
