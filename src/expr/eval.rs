@@ -133,6 +133,16 @@ pub(crate) fn column_array(batch: &RecordBatch, c: &BoundColumn) -> Result<Array
     Ok(array)
 }
 
+/// `rows` copies of `value`, with no nulls.
+fn constant(value: bool, rows: usize) -> BooleanArray {
+    let bits = if value {
+        arrow_buffer::BooleanBuffer::new_set(rows)
+    } else {
+        arrow_buffer::BooleanBuffer::new_unset(rows)
+    };
+    BooleanArray::new(bits, None)
+}
+
 pub(crate) fn cmp_kernel(op: Op, a: &dyn Datum, b: &dyn Datum) -> Result<BooleanArray> {
     use arrow_ord::cmp;
     match op {
@@ -174,7 +184,7 @@ impl Predicate {
             column_array(batch, c)
         };
         match n {
-            Node::Unknown => Ok(BooleanArray::from(vec![true; rows])),
+            Node::Unknown => Ok(constant(true, rows)),
             Node::Eval(t) => {
                 let a = t.eval(&self.columns, batch, &self.zone)?;
                 a.as_any()
@@ -182,16 +192,19 @@ impl Predicate {
                     .cloned()
                     .ok_or_else(|| Error::Internal(format!("condition of type {}", a.data_type())))
             }
-            Node::And(parts) => parts
-                .iter()
-                .try_fold(BooleanArray::from(vec![true; rows]), |acc, p| {
+            // Folded from the first operand (an empty AND is TRUE, an empty OR FALSE).
+            Node::And(parts) => match parts.split_first() {
+                None => Ok(constant(true, rows)),
+                Some((first, rest)) => rest.iter().try_fold(self.eval(first, batch)?, |acc, p| {
                     boolean::and_kleene(&acc, &self.eval(p, batch)?).map_err(arrow_error)
                 }),
-            Node::Or(parts) => parts
-                .iter()
-                .try_fold(BooleanArray::from(vec![false; rows]), |acc, p| {
+            },
+            Node::Or(parts) => match parts.split_first() {
+                None => Ok(constant(false, rows)),
+                Some((first, rest)) => rest.iter().try_fold(self.eval(first, batch)?, |acc, p| {
                     boolean::or_kleene(&acc, &self.eval(p, batch)?).map_err(arrow_error)
                 }),
+            },
             Node::Not(inner) => boolean::not(&self.eval(inner, batch)?).map_err(arrow_error),
             Node::IsNull { col } => boolean::is_null(column(*col)?.as_ref()).map_err(arrow_error),
             Node::Cmp { col, op, value } => {
@@ -213,17 +226,21 @@ impl Predicate {
                 has_null,
             } => {
                 let a = zero_without_sign(column(*col)?)?;
+                // x IN (v1, v2, NULL) is x = v1 OR x = v2 OR NULL
                 let mut acc = if *has_null {
-                    BooleanArray::new_null(rows)
+                    Some(BooleanArray::new_null(rows))
                 } else {
-                    BooleanArray::from(vec![false; rows])
+                    None
                 };
                 for v in values {
                     let s = scalar(v, a.data_type())?;
                     let eq = cmp_kernel(Op::Eq, &a, &Scalar::new(s))?;
-                    acc = boolean::or_kleene(&acc, &eq).map_err(arrow_error)?;
+                    acc = Some(match acc {
+                        None => eq,
+                        Some(acc) => boolean::or_kleene(&acc, &eq).map_err(arrow_error)?,
+                    });
                 }
-                Ok(acc)
+                Ok(acc.unwrap_or_else(|| constant(false, rows)))
             }
         }
     }

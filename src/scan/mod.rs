@@ -1235,16 +1235,32 @@ impl BatchShape {
 
 /// The physical indexes of the rows `runs` read, less those `keep` drops.
 fn row_indexes(runs: &[(u64, u64)], keep: Option<&arrow_array::BooleanArray>) -> Int64Array {
-    let rows = runs.iter().flat_map(|&(start, len)| start..start + len);
     let index = |i: u64| i64::try_from(i).unwrap_or(i64::MAX);
+    let mut out = Vec::new();
     match keep {
-        Some(keep) => Int64Array::from_iter_values(
-            rows.zip(keep.values().iter())
-                .filter(|(_, k)| *k)
-                .map(|(i, _)| index(i)),
-        ),
-        None => Int64Array::from_iter_values(rows.map(index)),
+        Some(keep) => {
+            out.reserve(keep.true_count());
+            // positions of kept rows, in order, walked against the runs
+            let mut runs = runs.iter();
+            let (mut first, mut run_start, mut run_end) = (0u64, 0u64, 0u64);
+            for position in keep.values().set_indices() {
+                let position = position as u64;
+                while position >= run_end {
+                    let Some(&(start, len)) = runs.next() else {
+                        return Int64Array::from(out);
+                    };
+                    (first, run_start, run_end) = (start, run_end, run_end + len);
+                }
+                out.push(index(first + (position - run_start)));
+            }
+        }
+        None => {
+            for &(start, len) in runs {
+                out.extend((start..start.saturating_add(len)).map(index));
+            }
+        }
     }
+    Int64Array::from(out)
 }
 
 /// A row tracking column: the file's materialized values (column
@@ -1712,6 +1728,43 @@ mod tests {
         assert_eq!(piece_sizes(&[10, 10, 10], 1), vec![1, 1, 1]);
         assert_eq!(piece_sizes(&[4, 4, 4, 20, 1], 10), vec![3, 1, 1]);
         assert_eq!(piece_sizes(&[4, 4], 100), vec![2]);
+    }
+
+    #[test]
+    fn row_indexes_are_the_kept_positions_of_the_runs() {
+        // the definition: runs flattened, then the kept positions taken
+        let plain = |runs: &[(u64, u64)], keep: Option<&[bool]>| -> Vec<i64> {
+            let all = runs.iter().flat_map(|&(s, n)| s..s + n);
+            match keep {
+                None => all.map(|i| i as i64).collect(),
+                Some(k) => all
+                    .zip(k)
+                    .filter(|(_, k)| **k)
+                    .map(|(i, _)| i as i64)
+                    .collect(),
+            }
+        };
+        let cases: [&[(u64, u64)]; 4] = [
+            &[],
+            &[(0, 5)],
+            &[(3, 2), (10, 0), (20, 4), (100, 1)],
+            &[(7, 1), (8, 3), (1 << 40, 2)],
+        ];
+        for runs in cases {
+            let n: u64 = runs.iter().map(|r| r.1).sum();
+            assert_eq!(row_indexes(runs, None).values().to_vec(), plain(runs, None));
+            for seed in 0..16u64 {
+                // a mask of every shape: shorter, as long as and longer than the runs
+                let len = (n + seed % 3).saturating_sub(1) as usize;
+                let mask: Vec<bool> = (0..len as u64).map(|i| (i * 7 + seed) % 5 < 2).collect();
+                let got = row_indexes(runs, Some(&arrow_array::BooleanArray::from(mask.clone())));
+                assert_eq!(
+                    got.values().to_vec(),
+                    plain(runs, Some(&mask)),
+                    "{runs:?} {mask:?}"
+                );
+            }
+        }
     }
 
     /// Files of `rows` rows each (`id` = a table-wide running number, `s` a
