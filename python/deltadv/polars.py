@@ -17,8 +17,9 @@ What polars hands the source, and what is done with it:
   column, and ``&``/``|``/``~`` of those; of an AND, the parts that map, also
   inside an OR (see :func:`to_filter`) -- is handed to the scan, where it skips
   partitions, files and row groups and drops rows (its columns decoded first,
-  the others only at the rows it keeps); then the whole predicate is
-  evaluated by polars on each batch, so what does not map
+  the others only at the rows it keeps). A predicate that maps whole is
+  the scan's alone (and ``n_rows`` the scan's limit); otherwise the whole
+  predicate is then evaluated by polars on each batch, so what does not map
   (``pl.col("x") * 2 > 3``, string functions, two columns, ...) is applied too,
   with polars' semantics;
 * **n_rows**: the scan stops after that many rows (after the predicate);
@@ -223,18 +224,14 @@ def _scan(
     (the scan stops there: no file beyond those rows is opened), decoded in
     batches of ``batch_size`` rows (None: the scan's default)."""
     # strings as views: polars keeps them so, and takes them without a copy
-    options: dict[str, Any] = {
-        "limit": limit,
-        "batch_size": batch_size,
-        "string_view": True,
-        "read_ahead_bytes": read_ahead_bytes,
-    }
-    try:
-        return table.scan(columns, tree, **options)
-    except UnsupportedPredicateError:
-        # a literal deltadv's strict binding refuses for its column (e.g. out of
-        # its range): polars applies the predicate in any case
-        return table.scan(columns, **options)
+    return table.scan(
+        columns,
+        tree,
+        limit=limit,
+        batch_size=batch_size,
+        string_view=True,
+        read_ahead_bytes=read_ahead_bytes,
+    )
 
 
 def _gathered(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
@@ -266,23 +263,37 @@ def _batches(
     if n_rows == 0:
         return
     wanted = names if with_columns is None else list(with_columns)
-    read = list(wanted)
-    tree = None
-    if predicate is not None:
-        read += [c for c in predicate.meta.root_names() if c in schema and c not in read]
-        tree = to_filter(predicate, schema)
-    columns = None if read == names else read
     # batches are gathered into frames of about batch_size rows, so polars'
     # per-frame work (the filter) runs on few large frames; with n_rows, frame
     # by frame, to stop as soon as the rows are there
     rows = 1 if n_rows is not None else batch_size or DEFAULT_BATCH_ROWS
-    # without a predicate the scan itself stops at n_rows; with one, the rows
-    # left after polars' filter are counted below. A whole scan decodes larger
-    # batches (fewer to decode, filter and hand over); one for a few rows, the
-    # scan's own
+    # A whole scan decodes larger batches (fewer to decode, filter and hand
+    # over); one for a few rows, the scan's own
     decode = None if n_rows is not None else min(rows, SCAN_BATCH_ROWS)
     ahead = None if n_rows is not None else SCAN_READ_AHEAD_BYTES
-    reader = _scan(table, columns, tree, n_rows if predicate is None else None, decode, ahead)
+
+    def scan(read: list[str], tree: Expression | None, limit: int | None) -> pa.RecordBatchReader:
+        return _scan(table, None if read == names else read, tree, limit, decode, ahead)
+
+    reader = None
+    exact = None if predicate is None else to_filter(predicate, schema, exact=True)
+    if predicate is None or exact is not None:
+        # no predicate, or one the scan applies whole: the scan's rows are the
+        # answer (n_rows its limit)
+        try:
+            reader = scan(wanted, exact, n_rows)
+            predicate = None
+        except UnsupportedPredicateError:
+            pass  # a literal deltadv refuses for its column (e.g. out of its range)
+    read = list(wanted)
+    if reader is None:
+        assert predicate is not None
+        # the predicate's part that maps narrows the scan, polars applies it whole
+        read += [c for c in predicate.meta.root_names() if c in schema and c not in read]
+        try:
+            reader = scan(read, to_filter(predicate, schema), None)
+        except UnsupportedPredicateError:
+            reader = scan(read, None, None)
     left = n_rows
     try:
         for data in _gathered(reader, rows):

@@ -335,11 +335,13 @@ def test_what_is_pushed_down(
     deltadv's tree, for every literal type; the ones that do not map are left
     to polars. Checked on what the source really receives."""
     path, _ = deltalake_table
-    seen: list[Any] = []
+    # (exact?, tree) of each translation the source asks for: first the whole
+    # predicate (exact), then, where it does not map whole, the part that does
+    seen: list[tuple[bool, Any]] = []
     to_filter = dpl.to_filter
 
-    def recording(predicate: Any, schema: Any) -> Any:
-        seen.append(tree := to_filter(predicate, schema))
+    def recording(predicate: Any, schema: Any, *, exact: bool = False) -> Any:
+        seen.append((exact, tree := to_filter(predicate, schema, exact=exact)))
         return tree
 
     monkeypatch.setattr(dpl, "to_filter", recording)
@@ -369,6 +371,8 @@ def test_what_is_pushed_down(
         "is_in null": pl.col("i32").is_in([1, None]),
         "two columns": pl.col("i32") > pl.col("i8"),
     }
+    # maps, but deltadv's strict binding refuses a fractional literal for an int column
+    refused = {"int as double"}
     table = DeltaTable(path)
     want_all = pl.from_arrow(table.to_pyarrow_table())
     for cases, expect_tree in ((mapped, True), (not_mapped, False)):
@@ -376,7 +380,12 @@ def test_what_is_pushed_down(
             seen.clear()
             got = dpl.scan_delta(path).filter(predicate).collect()
             assert_frame_equal(got, want_all.filter(predicate))
-            assert len(seen) == 1 and (seen[0] is not None) == expect_tree, (kind, seen)
+            if kind in refused:  # then the part that maps, refused too: polars filters
+                assert seen[0][1] is not None and seen == [(True, seen[0][1]), (False, seen[0][1])]
+            elif expect_tree:  # the scan's alone
+                assert len(seen) == 1 and seen[0][0] and seen[0][1] is not None, (kind, seen)
+            else:
+                assert seen == [(True, None), (False, None)], (kind, seen)
     # of an AND, the part that maps is pushed down, also inside an OR; not under a NOT
     p_is_c = {"cmp": {"op": "=", "left": {"column": ["p"]}, "right": {"literal": {"string": "c"}}}}
     big = {"cmp": {"op": ">", "left": {"column": ["id"]}, "right": {"literal": {"number": "40"}}}}
@@ -390,7 +399,53 @@ def test_what_is_pushed_down(
         seen.clear()
         got = dpl.scan_delta(path).filter(predicate).collect()
         assert_frame_equal(got, want_all.filter(predicate))
-        assert seen == [tree], predicate
+        assert seen == [(True, None), (False, tree)], predicate
+
+
+def test_a_predicate_that_maps_whole_is_the_scans_alone(
+    deltalake_table: tuple[str, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A predicate that maps whole is applied by the scan only, n_rows is the
+    scan's limit; one that does not map whole (or that the scan refuses) is
+    applied by polars too, on every row the scan gives."""
+    path, _ = deltalake_table
+    want_all = pl.from_arrow(DeltaTable(path).to_pyarrow_table())
+    assert isinstance(want_all, pl.DataFrame)
+    calls: list[tuple[Any, bool, Any]] = []  # (columns, sorted; with a tree?; limit)
+    scan = DeltaTable.scan
+    refuse = False
+
+    def recording(self: DeltaTable, columns: Any = None, filter: Any = None, **kw: Any) -> Any:
+        calls.append((sorted(columns), filter is not None, kw.get("limit")))
+        if refuse and filter is not None:
+            raise deltadv.UnsupportedPredicateError("refused for the test")
+        return scan(self, columns, filter, **kw)
+
+    monkeypatch.setattr(DeltaTable, "scan", recording)
+    whole = (pl.col("i32") >= 3) & ~pl.col("s").is_null()
+    partial = (pl.col("i32") >= 3) & (pl.col("i8") * 2 > -7)
+    read = ["i32", "id", "s"]
+    for predicate, want_calls in (
+        (whole, [(read, True, None)]),
+        (partial, [(["i32", "i8", "id"], True, None)]),
+    ):
+        calls.clear()
+        got = dpl.scan_delta(path).filter(predicate).select("id").collect()
+        assert_frame_equal(got, want_all.filter(predicate).select("id"))
+        assert calls == want_calls, (predicate, calls)
+    # n_rows with a predicate that maps whole: the scan's limit
+    table = DeltaTable(path)
+    schema = dpl.polars_schema(table.schema())
+    calls.clear()
+    frames = list(dpl._batches(table, schema.names(), schema, read, whole, 2, None))
+    assert_frame_equal(pl.concat(frames), want_all.filter(whole).select(read).head(2))
+    assert calls == [(read, True, 2)]
+    # the scan refuses the tree: polars filters the whole table's rows
+    refuse = True
+    calls.clear()
+    got = dpl.scan_delta(path).filter(whole).select("id").collect()
+    assert_frame_equal(got, want_all.filter(whole).select("id"))
+    assert calls == [(read, True, None), (read, True, None), (read, False, None)]
 
 
 def test_to_polars_read_delta_and_batch_size(deltalake_table: tuple[str, list[int]]) -> None:
