@@ -212,28 +212,6 @@ def _frame(data: pa.Table | pa.RecordBatch) -> pl.DataFrame:
     return frame
 
 
-def _scan(
-    table: DeltaTable,
-    columns: list[str] | None,
-    tree: Expression | None,
-    limit: int | None,
-    batch_size: int | None = None,
-    read_ahead_bytes: int | None = None,
-) -> pa.RecordBatchReader:
-    """The table's rows (``columns``, matching ``tree``), at most ``limit`` of them
-    (the scan stops there: no file beyond those rows is opened), decoded in
-    batches of ``batch_size`` rows (None: the scan's default)."""
-    # strings as views: polars keeps them so, and takes them without a copy
-    return table.scan(
-        columns,
-        tree,
-        limit=limit,
-        batch_size=batch_size,
-        string_view=True,
-        read_ahead_bytes=read_ahead_bytes,
-    )
-
-
 def _gathered(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
     """``reader``'s batches as tables of at least ``rows`` rows (the last one
     shorter), without copying."""
@@ -273,7 +251,17 @@ def _batches(
     ahead = None if n_rows is not None else SCAN_READ_AHEAD_BYTES
 
     def scan(read: list[str], tree: Expression | None, limit: int | None) -> pa.RecordBatchReader:
-        return _scan(table, None if read == names else read, tree, limit, decode, ahead)
+        # at most `limit` rows (no file beyond them opened); strings as views:
+        # polars keeps them so, and takes them without a copy
+        columns = None if read == names else read
+        return table.scan(
+            columns,
+            tree,
+            limit=limit,
+            batch_size=decode,
+            string_view=True,
+            read_ahead_bytes=ahead,
+        )
 
     reader = None
     exact = None if predicate is None else to_filter(predicate, schema, exact=True)
