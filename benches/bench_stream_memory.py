@@ -50,15 +50,16 @@ groups) at once, each at most ``READ_AHEAD_BYTES`` (4 MiB) of batches ahead of t
 reader, at most ``threads + 1`` pieces live; so its peak RSS is bounded by about
 ``baseline + 48 MB + (threads + 1) x 4 x (4 MiB + C)``, ``C`` the largest row
 group's compressed bytes (fetched whole before it is decoded): linear in the
-threads. Fitted on a 16-core machine (issue 28, session 18; this table's
-``C`` = 3.7 MiB): peak 137 / 166 / 616 MB at 1 / 2 / 16 threads, ~30 MB a thread.
-A live piece holds its budget, a batch beyond it waiting for its permit, the
-reader's batch, its compressed row group and decode buffers; and each worker
-thread's glibc malloc arena keeps what its pieces freed: on 16 cores that is
-about a third of the figure (``MALLOC_ARENA_MAX=4`` in the environment: 494 ->
-352 MB on a 4-file table, for ~1.3x the wall time). At 16 threads this table
-needs baseline (~75 MB) + 48 + 17 x 30.8 = ~650 MB: the 512 MB goal holds up to
-about 10 threads (``DELTADV_NUM_THREADS``).
+threads. A live piece holds its budget, a batch beyond it waiting for its permit,
+the reader's batch, its compressed row group and decode buffers; and the allocator
+keeps some of what each thread freed. With an arena per thread (jemalloc's default,
+four per CPU) that was a third of the 16-thread figure: 616 MB on a 16-core machine
+(issue 28, session 18), 615 MB here with 16 threads and ``_RJEM_MALLOC_CONF=narenas:64``
+(the 16-core default on any machine). deltadv's runtime threads now share arenas
+four to one (src/python/alloc.rs): peak 125 / 149 / 165 / 252 / 399-438 / 764 MB at
+1 / 2 / 4 / 8 / 16 / 32 threads on this table (``C`` = 3.7 MiB, baseline ~72 MB),
+about baseline + 15 MB + 21 MB a thread: the 512 MB goal holds up to about 20
+threads (``DELTADV_NUM_THREADS``).
 ``--threads N`` runs every measurement with ``DELTADV_NUM_THREADS=N`` (default:
 the CPUs the process may use); the report prints the bound with this table's ``C``.
 
@@ -88,11 +89,12 @@ GOAL_MB = 512
 READ_AHEAD_MB = 4  # deltadv's scan::READ_AHEAD_BYTES, per piece read ahead
 # The bound on deltadv's peak RSS: baseline + FIXED_MB + (threads + 1) x PIECE_FACTOR
 # x (READ_AHEAD_MB + C). Fitted on this table at 1, 2 and 16 threads on a 16-core
-# machine (issue 28): 137, 166 and 616 MB, baseline 75: ~45 MB whatever the threads
-# (the scan's DVs, footers, the runtime, the allocator) and up to ~30 MB a live piece
-# = 4 x (4 MiB + C): batches beyond the budget (one waiting for its permit, one with
-# the reader), the compressed row group, decode buffers, and what each worker
-# thread's malloc arena keeps (on 2 cores ~13 MB a piece: fewer pieces decode at once).
+# machine (issue 28) with an arena per thread: 137, 166 and 616 MB, baseline 75:
+# ~45 MB whatever the threads (the scan's DVs, footers, the runtime, the allocator)
+# and up to ~30 MB a live piece = 4 x (4 MiB + C): batches beyond the budget (one
+# waiting for its permit, one with the reader), the compressed row group, decode
+# buffers, and what the allocator keeps (arenas shared four to one since: ~21 MB a
+# thread, see the docstring).
 FIXED_MB = 48
 PIECE_FACTOR = 4
 CHUNK_ROW_GROUPS = 16  # row groups generated (and written) at a time

@@ -16,6 +16,8 @@ cargo clippy --all-targets -- -D warnings
 cargo clippy --features python -- -D warnings
 echo "== rust: tests"
 cargo test
+# The extension's own Rust tests (its allocator's arenas), linked against the venv's Python.
+PYO3_PYTHON="$PWD/.venv/bin/python" cargo test --features python --lib python::
 # CI disks can be nearly full: the debug build is not used after this point (the
 # Python tests load the release build), so a CI run gives its space back.
 if [ "${CI:-}" = "true" ]; then rm -rf target/debug; fi

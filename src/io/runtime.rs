@@ -36,6 +36,19 @@ static RUNTIME: Mutex<Slot> = Mutex::new(None);
 /// Threads set by [`set_num_threads`] (0: not set).
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 
+/// Called on every thread a runtime starts (see [`on_thread_start`]).
+static THREAD_START: std::sync::OnceLock<fn(usize, usize)> = std::sync::OnceLock::new();
+
+/// Have `hook(workers, index)` called on every thread the runtime starts,
+/// workers and blocking threads alike: `workers` is the runtime's worker
+/// count, `index` counts the threads it has started (from 0). One hook per
+/// process (the Python extension sets its allocator's, see
+/// `python::alloc`); false if one was set before. Runtimes built earlier
+/// are not affected.
+pub fn on_thread_start(hook: fn(usize, usize)) -> bool {
+    THREAD_START.set(hook).is_ok()
+}
+
 fn lock_runtime() -> std::sync::MutexGuard<'static, Slot> {
     match RUNTIME.lock() {
         Ok(g) => g,
@@ -114,9 +127,15 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
         }
     }
     let workers = num_threads();
+    let started = AtomicUsize::new(0);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("deltadv-io")
+        .on_thread_start(move || {
+            if let Some(hook) = THREAD_START.get() {
+                hook(workers, started.fetch_add(1, Ordering::Relaxed));
+            }
+        })
         .enable_all()
         .build()
         .map(Arc::new)

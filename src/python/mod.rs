@@ -10,6 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyRange, PyType};
 use roaring::RoaringTreemap;
 use std::sync::{Arc, OnceLock};
 
+mod alloc;
 mod convert;
 mod dml;
 mod maintain;
@@ -25,12 +26,6 @@ use crate::error::Error;
 use crate::format::descriptor::DeletionVectorDescriptor as RsDescriptor;
 use crate::format::{bitmap, rows};
 use crate::table::dv;
-
-/// The extension's allocator: jemalloc (see Cargo.toml), for the allocations
-/// of this crate and its dependencies only; Python, numpy and pyarrow keep
-/// theirs. Rust users of the crate (no `python` feature) choose their own.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The Python exception class `name` from `deltadv.exceptions` (defined in
 /// Python so a class can also derive from a builtin such as FileNotFoundError).
@@ -714,6 +709,7 @@ fn write_deletion_vectors(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::io::runtime::on_thread_start(alloc::share_arenas);
     m.add_class::<DeletionVector>()?;
     m.add_class::<DeletionVectorDescriptor>()?;
     m.add_class::<RowIterator>()?;

@@ -1336,14 +1336,15 @@ pub const DEFAULT_PREFETCH_FILES: usize = 4;
 /// live, so its peak RSS, beyond the process's baseline, is bounded by about
 /// `48 MB + (threads + 1) × 4 × (READ_AHEAD_BYTES + C)`, where `C` is the
 /// compressed bytes of the largest row group's projected columns (fetched
-/// whole before decoding): linear in the threads. Fitted by
-/// benches/bench_stream_memory.py on a 16-core machine at 1, 2 and 16
-/// threads (137, 166 and 616 MB, baseline 75, C = 3.7 MiB): ~45 MB whatever
-/// the threads (the scan's DVs, footers, the runtime, the allocator), up to
-/// ~30 MB a live piece (its budget, a batch beyond it waiting for its permit,
-/// the consumer's batch, the compressed row group, decode buffers, and what
-/// each worker thread's glibc arena keeps of what it freed: about a third of
-/// the 16-thread figure).
+/// whole before decoding): linear in the threads. A live piece holds its
+/// budget, a batch beyond it waiting for its permit, the consumer's batch,
+/// the compressed row group and decode buffers; the allocator keeps some of
+/// what each thread freed (the Python extension's runtime threads share
+/// jemalloc arenas four to one, see `python::alloc`). Fitted by
+/// benches/bench_stream_memory.py (baseline ~72 MB, C = 3.7 MiB), 1 / 2 / 4
+/// / 8 / 16 / 32 threads: 125 / 149 / 165 / 252 / 399-438 / 764 MB, i.e.
+/// about baseline + 15 MB + 21 MB a thread (an arena per thread, as before:
+/// 616 MB at 16).
 pub const READ_AHEAD_BYTES: usize = 4 << 20;
 
 /// Decoded bytes a piece may hold ahead of the consumer when the caller

@@ -418,6 +418,44 @@ def test_num_threads_setting(tmp_path: Path) -> None:
     assert after == 1  # a refused setting changes nothing
 
 
+def _jemalloc_arenas(root: Path, threads: int, code: str) -> int:
+    """The arenas jemalloc has at the exit of a fresh interpreter that ran
+    ``code`` with ``threads`` threads (its statistics, printed as JSON)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", f"import deltadv\nROOT = {str(root)!r}\n{code}"],
+        env={
+            **os.environ,
+            "DELTADV_NUM_THREADS": str(threads),
+            # the extension's jemalloc (symbols prefixed _rjem_) reads this
+            "_RJEM_MALLOC_CONF": "stats_print:true,stats_print_opts:J,narenas:8",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = re.findall(r'"arenas":\{"narenas":(\d+)', done.stderr)
+    assert len(counts) == 1, done.stderr[-2000:]
+    return int(counts[0])
+
+
+def test_runtime_threads_share_allocator_arenas(tmp_path: Path) -> None:
+    # jemalloc's automatic arenas (8 here) and its arena for huge allocations,
+    # then one arena per 4 threads of deltadv's runtime (src/python/alloc.rs):
+    # an arena per thread kept ~30 MB a thread at 16 threads (issue 28).
+    make_table(tmp_path / "t", files=3, rows_per_file=1000, deleted={1: [3, 4]})
+    scan = "assert deltadv.DeltaTable(ROOT).to_pyarrow_table().num_rows == 2998"
+    before = _jemalloc_arenas(tmp_path / "t", 16, "pass")  # no runtime yet
+    assert _jemalloc_arenas(tmp_path / "t", 1, scan) == before + 1
+    assert _jemalloc_arenas(tmp_path / "t", 8, scan) == before + 2
+    assert _jemalloc_arenas(tmp_path / "t", 16, scan) == before + 4
+
+
 @pytest.mark.parametrize("bad", [0, -2])
 def test_num_threads_must_be_positive(bad: int) -> None:
     import deltadv
