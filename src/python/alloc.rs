@@ -26,7 +26,7 @@ use std::sync::Mutex;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Runtime threads to one arena.
-pub(crate) const THREADS_PER_ARENA: usize = 4;
+const THREADS_PER_ARENA: usize = 4;
 
 /// The arenas made for the runtime's threads (kept across a fork: the
 /// child's jemalloc has the same arenas).

@@ -338,10 +338,10 @@ def test_masked_strings_in_every_encoding(tmp_path: Path) -> None:
         assert batch.column("f").to_pylist() == data.column("f").take(rows).to_pylist()
 
 
-def _scan_in_subprocess(root: Path, env: dict[str, str], code: str) -> Any:
-    """Run ``code`` (which prints one JSON line) in a fresh interpreter whose
-    environment adds ``env``, with ``root`` as ``ROOT``: a fresh runtime, sized
-    by ``DELTADV_NUM_THREADS`` from the start."""
+def _in_subprocess(root: Path, env: dict[str, str], code: str) -> Any:
+    """Run ``code`` in a fresh interpreter whose environment adds ``env``, with
+    ``root`` as ``ROOT`` and json and deltadv imported: a fresh runtime, sized by
+    ``DELTADV_NUM_THREADS`` from the start. Its finished process (rc 0 asserted)."""
     import os
     import subprocess
     import sys
@@ -355,7 +355,12 @@ def _scan_in_subprocess(root: Path, env: dict[str, str], code: str) -> Any:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done
+
+
+def _scan_in_subprocess(root: Path, env: dict[str, str], code: str) -> Any:
+    """:func:`_in_subprocess` of ``code``, which prints one JSON line: its value."""
+    return json.loads(_in_subprocess(root, env, code).stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("threads", [1, 4])
@@ -421,24 +426,17 @@ def test_num_threads_setting(tmp_path: Path) -> None:
 def _jemalloc_arenas(root: Path, threads: int, code: str) -> int:
     """The arenas jemalloc has at the exit of a fresh interpreter that ran
     ``code`` with ``threads`` threads (its statistics, printed as JSON)."""
-    import os
     import re
-    import subprocess
-    import sys
 
-    done = subprocess.run(
-        [sys.executable, "-c", f"import deltadv\nROOT = {str(root)!r}\n{code}"],
-        env={
-            **os.environ,
+    done = _in_subprocess(
+        root,
+        {
             "DELTADV_NUM_THREADS": str(threads),
             # the extension's jemalloc (symbols prefixed _rjem_) reads this
             "_RJEM_MALLOC_CONF": "stats_print:true,stats_print_opts:J,narenas:8",
         },
-        capture_output=True,
-        text=True,
-        timeout=120,
+        code,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
     counts = re.findall(r'"arenas":\{"narenas":(\d+)', done.stderr)
     assert len(counts) == 1, done.stderr[-2000:]
     return int(counts[0])
