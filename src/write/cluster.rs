@@ -39,16 +39,15 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_row::{OwnedRow, Row, RowConverter, Rows, SortField};
 use serde::{Deserialize, Serialize};
 
-use super::data::{remove_files, DataWriter, TableLayout, WriterOptions};
-use super::optimize::{materialize_row_ids, row_tracking_columns, CompactTask};
+use super::data::{DataWriter, WriterOptions};
+use super::optimize::{rewritten, with_row_ids, CompactTask, Rewrite};
 use crate::error::{Error, Result};
 use crate::io::TableStore;
 use crate::log::actions::{Add, RecordCount};
 use crate::log::features::clustering::{
     file_clustering, mark_clustered, ClusteringColumn, FileClustering,
 };
-use crate::log::schema::{DataType, StructField};
-use crate::scan::{self, DeletedRows, ScanFile, ScanSpec};
+use crate::scan::{self, DeletedRows, ScanFile};
 use crate::table::snapshot::LiveFile;
 
 /// Ranges each clustering column is cut into at most (Delta Spark's
@@ -343,27 +342,11 @@ pub async fn rewrite(
 ) -> Result<Vec<Add>> {
     use futures::{StreamExt, TryStreamExt};
 
-    let mut layout = TableLayout::of(&task.protocol, &task.metadata)?;
-    let tracking = row_tracking_columns(&task.protocol, &task.metadata);
-    if let Some(columns) = &tracking {
-        for c in columns {
-            layout
-                .schema
-                .fields
-                .push(StructField::internal(c, DataType::Long));
-        }
-    }
-    let spec = Arc::new(ScanSpec {
-        schema: layout.schema.clone(),
-        partition_columns: layout.partition_columns.clone(),
-        column_mapping: layout.mode,
-        columns: None,
-        with_metadata_columns: tracking.is_some(),
-        filter: None,
-        filter_rows: false,
-        row_tracking: None,
-        string_view: false,
-    });
+    let Rewrite {
+        layout,
+        spec,
+        tracking,
+    } = task.rewrite_plan()?;
     let budget = usize::try_from(run.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET))
         .unwrap_or(usize::MAX)
         .max(1);
@@ -391,10 +374,7 @@ pub async fn rewrite(
             if batch.num_rows() == 0 {
                 continue;
             }
-            let batch = match &tracking {
-                Some([id, version]) => materialize_row_ids(&batch, &add, id, version)?,
-                None => batch,
-            };
+            let batch = with_row_ids(batch, &add, &tracking)?;
             held += batch.get_array_memory_size();
             group.push(batch);
             if held >= budget {
@@ -406,20 +386,10 @@ pub async fn rewrite(
         Ok::<_, Error>(adds)
     }
     .await;
-    match written {
-        Ok(adds) => Ok(adds
-            .into_iter()
-            .map(|mut a| {
-                a.data_change = false;
-                mark_clustered(&mut a, &run.zcube_id, &run.zorder_by);
-                a
-            })
-            .collect()),
-        Err(e) => {
-            let _ = remove_files(store, writer.started_files()).await;
-            Err(e)
-        }
-    }
+    rewritten(store, writer.started_files(), written, |a| {
+        mark_clustered(a, &run.zcube_id, &run.zorder_by)
+    })
+    .await
 }
 
 /// Rows per new file: as Delta Spark, the number of files from the input's

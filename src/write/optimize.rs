@@ -419,6 +419,40 @@ impl CompactTask {
         if let Some(run) = &self.clustering {
             return super::cluster::rewrite(self, run, store).await;
         }
+        let Rewrite {
+            layout,
+            spec,
+            tracking,
+        } = self.rewrite_plan()?;
+        let options = WriterOptions {
+            target_file_size: usize::try_from(self.target_size).unwrap_or(usize::MAX),
+            ..Default::default()
+        };
+        let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
+        let written = async {
+            // Files are read (decoded on the runtime's workers) a few ahead of
+            // the writer, which encodes in this task.
+            let mut reads = futures::stream::iter(self.bin.files.clone())
+                .map(|add| {
+                    let file = ScanFile::of_add(&add);
+                    let batches =
+                        scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load);
+                    futures::future::ready((add, batches))
+                })
+                .buffered(READ_AHEAD);
+            while let Some((add, mut batches)) = reads.next().await {
+                while let Some(batch) = batches.try_next().await? {
+                    writer.write(&with_row_ids(batch, &add, &tracking)?).await?;
+                }
+            }
+            writer.finish().await
+        }
+        .await;
+        rewritten(store, writer.started_files(), written, |_| {}).await
+    }
+
+    /// How the bin's files are read and rewritten ([`Rewrite`]).
+    pub(super) fn rewrite_plan(&self) -> Result<Rewrite> {
         let mut layout = TableLayout::of(&self.protocol, &self.metadata)?;
         let tracking = row_tracking_columns(&self.protocol, &self.metadata);
         if let Some(columns) = &tracking {
@@ -430,7 +464,7 @@ impl CompactTask {
                     .push(StructField::internal(c, DataType::Long));
             }
         }
-        let spec = ScanSpec {
+        let spec = Arc::new(ScanSpec {
             schema: layout.schema.clone(),
             partition_columns: layout.partition_columns.clone(),
             column_mapping: layout.mode,
@@ -440,49 +474,12 @@ impl CompactTask {
             filter_rows: false,
             row_tracking: None,
             string_view: false,
-        };
-        let options = WriterOptions {
-            target_file_size: usize::try_from(self.target_size).unwrap_or(usize::MAX),
-            ..Default::default()
-        };
-        let mut writer = DataWriter::try_new(store.clone(), layout, options)?;
-        let written = async {
-            // Files are read (decoded on the runtime's workers) a few ahead of
-            // the writer, which encodes in this task.
-            let spec = Arc::new(spec);
-            let mut reads = futures::stream::iter(self.bin.files.clone())
-                .map(|add| {
-                    let file = ScanFile::of_add(&add);
-                    let batches =
-                        scan::read_ahead(store.clone(), spec.clone(), file, DeletedRows::Load);
-                    futures::future::ready((add, batches))
-                })
-                .buffered(READ_AHEAD);
-            while let Some((add, mut batches)) = reads.next().await {
-                while let Some(batch) = batches.try_next().await? {
-                    let batch = match &tracking {
-                        Some([id, version]) => materialize_row_ids(&batch, &add, id, version)?,
-                        None => batch,
-                    };
-                    writer.write(&batch).await?;
-                }
-            }
-            writer.finish().await
-        }
-        .await;
-        match written {
-            Ok(adds) => Ok(adds
-                .into_iter()
-                .map(|mut a| {
-                    a.data_change = false;
-                    a
-                })
-                .collect()),
-            Err(e) => {
-                let _ = remove_files(store, writer.started_files()).await;
-                Err(e)
-            }
-        }
+        });
+        Ok(Rewrite {
+            layout,
+            spec,
+            tracking,
+        })
     }
 
     pub fn to_json(&self) -> Result<String> {
@@ -497,6 +494,57 @@ impl CompactTask {
             context: "compaction task".into(),
             source,
         })
+    }
+}
+
+/// How a compaction (OPTIMIZE, PURGE, clustering) reads its files and what it
+/// writes: the table's layout, with the materialized row-tracking columns
+/// where the table tracks rows (rows keep their ids: the columns are read,
+/// filled in by [`with_row_ids`] and written); the scan of every column of
+/// that layout, DVs applied; the tracking columns' names.
+pub(super) struct Rewrite {
+    pub layout: TableLayout,
+    pub spec: Arc<ScanSpec>,
+    pub tracking: Option<[String; 2]>,
+}
+
+/// A batch of `add`'s rows read with [`Rewrite::spec`], as it is written:
+/// with every row's id and commit version where the table tracks rows
+/// ([`materialize_row_ids`]), else as read.
+pub(super) fn with_row_ids(
+    batch: RecordBatch,
+    add: &Add,
+    tracking: &Option<[String; 2]>,
+) -> Result<RecordBatch> {
+    match tracking {
+        Some([id, version]) => materialize_row_ids(&batch, add, id, version),
+        None => Ok(batch),
+    }
+}
+
+/// The end of a rewrite: its new files' adds, `dataChange=false` and then
+/// `mark`ed, where it was `written`; else the files it `started` (its
+/// writer's [`DataWriter::started_files`]) are removed (best effort) and the
+/// error returned.
+pub(super) async fn rewritten(
+    store: &TableStore,
+    started: &[String],
+    written: Result<Vec<Add>>,
+    mark: impl Fn(&mut Add),
+) -> Result<Vec<Add>> {
+    match written {
+        Ok(adds) => Ok(adds
+            .into_iter()
+            .map(|mut a| {
+                a.data_change = false;
+                mark(&mut a);
+                a
+            })
+            .collect()),
+        Err(e) => {
+            let _ = remove_files(store, started).await;
+            Err(e)
+        }
     }
 }
 
@@ -518,7 +566,7 @@ pub(super) fn row_tracking_columns(
 /// `_row_index` and `_file_path`) with every row's id and commit version
 /// filled in (a materialized value, else the file's `baseRowId` + the row's
 /// index and its `defaultRowCommitVersion`), without the metadata columns.
-pub(super) fn materialize_row_ids(
+fn materialize_row_ids(
     batch: &RecordBatch,
     add: &Add,
     id: &str,

@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, String
 use deltadv::io::{block_on, TableStore};
 use deltadv::write::delete::{delete_where, DeleteOptions};
 use deltadv::write::files::{write_table, SaveMode, WriteOptions};
-use deltadv::write::optimize::{compact, CompactMode, CompactOptions};
+use deltadv::write::optimize::{compact, plan, CompactMode, CompactOptions};
 use deltadv::write::restore::{restore, RestoreTarget};
 use deltadv::write::vacuum::{vacuum, VacuumOptions};
 
@@ -119,6 +119,50 @@ fn purge_then_optimize() {
     assert_eq!(metric(&m.operation_metrics, "numAddedFiles"), 2);
     assert_eq!(snapshot(&store).files().unwrap().len(), 2);
     assert_eq!(rows(&store), before);
+}
+
+/// Every file under `dir` outside `_delta_log`, relative.
+fn data_files(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    fn walk(
+        root: &std::path::Path,
+        at: &std::path::Path,
+        out: &mut std::collections::BTreeSet<String>,
+    ) {
+        for e in std::fs::read_dir(at).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                if !path.ends_with("_delta_log") {
+                    walk(root, &path, out);
+                }
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn a_rewrite_that_fails_leaves_no_file() {
+    let (dir, store) = table();
+    let s = snapshot(&store);
+    let tasks = plan(&s, CompactMode::Optimize, &CompactOptions::default())
+        .unwrap()
+        .tasks(&s);
+    let mut task = tasks[0].clone();
+    assert_eq!(task.bin.files.len(), 3, "one bin of a partition's 3 files");
+    // New files of a byte: each is closed (on disk) after a batch. The bin's
+    // last file is gone: the rewrite has written files of the first ones'
+    // rows when the read of that one fails.
+    task.target_size = 1;
+    let gone = &task.bin.files[2].path;
+    std::fs::remove_file(dir.path().join(gone)).unwrap();
+    let before = data_files(dir.path());
+    let err = block_on(task.rewrite(&store)).unwrap().unwrap_err();
+    assert!(err.to_string().contains(gone.as_str()), "{err}");
+    assert_eq!(data_files(dir.path()), before, "the new file is removed");
 }
 
 #[test]
